@@ -1,0 +1,187 @@
+"""Pydantic records that cross a boundary (catalog <-> core <-> CLI <-> JSON).
+
+Field names carry their units (``*_bytes``, ``*_ms``, ``*_per_s``); values are stored in base units
+(bytes, milliseconds, bytes per second, FLOP/s).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Provenance = Literal["measured", "calibrated", "published", "estimated", "unknown"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSpec(Strict):
+    """Architecture of one model, read from its config.json or GGUF header."""
+
+    id: str  # HF id, e.g. "Qwen/Qwen2.5-7B"
+    architecture: str  # e.g. "Qwen2ForCausalLM" (config "architectures"[0]) or GGUF general.architecture
+    model_type: str  # config "model_type" (text model's, for multimodal wrappers)
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int  # per attention head (config head_dim, else hidden_size // num_attention_heads)
+    intermediate_size: int  # dense MLP width (0 when every layer is MoE)
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool = False
+    torch_dtype: Optional[str] = None
+    attention_bias: bool = False  # q/k/v projections carry a bias (Qwen2)
+    qk_norm: bool = False  # per-head q/k RMSNorm (Qwen3, Gemma-3)
+    extra_norms_per_layer: int = 0  # norms beyond the usual two per layer (Gemma-2/3 post-norms: 2)
+    # Sliding-window attention: how many of num_layers use a window, and its size in tokens.
+    sliding_window: Optional[int] = None
+    num_swa_layers: int = 0
+    # Mixture of experts
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    num_shared_experts: int = 0
+    shared_expert_intermediate_size: int = 0
+    first_k_dense_layers: int = 0  # DeepSeek "first_k_dense_replace": leading layers with a dense MLP
+    # Multi-head latent attention (DeepSeek-V2/V3)
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    # Derived from the fields above (recommender.arch); not published numbers.
+    params_total: int = 0
+    params_active: int = 0
+    # Where it came from
+    source: str = ""  # file path / URL / repo@commit:path
+    source_kind: str = ""
+    license: Optional[str] = None
+    notes: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        return self.id.split("/", 1)[-1]
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+
+class TensorInfo(Strict):
+    """One weight tensor as llama.cpp names it (GGUF naming), shape as (ne0 = input dim, ne1 = rows, ...)."""
+
+    name: str
+    shape: tuple[int, ...]
+    layer: Optional[int] = None
+    expert_count: int = 1  # >1 for stacked MoE expert tensors (shape includes it)
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+class QuantSpec(Strict):
+    name: str  # "Q4_K_M", "F16", "AWQ-4bit", ...
+    family: Literal["float", "gguf", "awq", "gptq", "fp8"]
+    engines: list[str]
+    nominal_bits: float
+    description: str = ""
+
+
+class Variant(Strict):
+    model_id: str
+    quant: str
+    weights_bytes: int
+    weights_bytes_provenance: Provenance = "estimated"
+    basis: str = ""  # formula version / per-tensor rule / file measured
+    bits_per_weight: float = 0.0
+
+
+class Metric(Strict):
+    """A value shown to the user, with where it came from."""
+
+    value: Optional[float]
+    unit: str
+    provenance: Provenance
+    basis: str = ""  # formula version + constants, measurement id, or source URL
+
+
+class HardwareProfile(Strict):
+    """A GPU (or other accelerator) a user can plan for. Every figure has a source."""
+
+    name: str
+    vendor: str
+    aliases: list[str] = Field(default_factory=list)
+    memory_bytes: int
+    memory_bandwidth_bytes_per_s: float
+    fp16_flops_per_s: Optional[float] = None  # dense tensor-core FP16 (no sparsity)
+    int8_ops_per_s: Optional[float] = None
+    compute_capability: Optional[str] = None
+    backend: Literal["cuda", "rocm", "metal", "cpu"] = "cuda"
+    tdp_w: Optional[float] = None
+    sources: dict[str, str] = Field(default_factory=dict)  # field name -> source URL / note
+    notes: Optional[str] = None
+    reliability: Literal["ok", "low"] = "ok"
+
+
+class Workload(Strict):
+    name: str
+    description: str = ""
+    prompt_tokens: int
+    output_tokens: int
+    contexts: list[int]  # context windows (tokens) to consider
+    batches: list[int] = Field(default_factory=lambda: [1])
+    language: Literal["en", "zh", "mixed", "code"] = "mixed"
+    source: str = ""
+
+
+class Measurement(Strict):
+    """One probe run (filled by the performance-probe issue; the table exists from the start)."""
+
+    id: str
+    hardware_fingerprint: str
+    hardware_name: str
+    engine: str
+    engine_version: str
+    model_id: str
+    quant: str
+    batch: int
+    context_tokens: int
+    prompt_tokens: int
+    output_tokens: int
+    kv_dtype: str = "f16"
+    gpu_layers: Optional[int] = None
+    ttft_ms: Optional[float] = None
+    tpot_ms: Optional[float] = None
+    itl_ms_p50: Optional[float] = None
+    decode_tokens_per_s: Optional[float] = None
+    prefill_tokens_per_s: Optional[float] = None
+    throughput_tokens_per_s: Optional[float] = None
+    peak_vram_bytes: Optional[int] = None
+    peak_rss_bytes: Optional[int] = None
+    raw: dict[str, Any] = Field(default_factory=dict)  # per-repeat timings etc.
+    status: Literal["ok", "failed"] = "ok"
+    failure_reason: Optional[str] = None
+    synthetic: bool = False
+    provenance: Provenance = "measured"
+    measured_at: str = ""  # ISO-8601
+
+
+class PublishedScore(Strict):
+    model: str
+    benchmark: str
+    shots: Optional[str] = None
+    score: float
+    source_url: str
+    source_note: str = ""
+    flags: list[str] = Field(default_factory=list)  # THIRD-PARTY, SECONDARY, INFERRED
