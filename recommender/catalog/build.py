@@ -1,0 +1,122 @@
+"""Build ``catalog.duckdb`` reproducibly from the text sources in ``sources/``.
+
+sources/configs/*.json + sources/configs/sources.csv   -> models (architecture read from real config.json files)
+  (every model x every catalog quantization)           -> variants (per-tensor size rules, recommender.quant)
+sources/published_scores.csv                           -> published_scores (with THIRD-PARTY / SECONDARY flags)
+sources/measurements/*.jsonl                           -> measurements (probe rows committed as sources)
+
+The catalog records ``sources_sha256`` (over the source files and the size-rule version); a test rebuilds the
+catalog and compares, so a stale ``catalog.duckdb`` fails CI.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .. import __version__
+from ..errors import UserError
+from ..types import Measurement, ModelSpec, Variant
+from .store import CatalogWriter
+
+SCORE_FLAGS = ("THIRD-PARTY", "SECONDARY", "INFERRED")
+
+
+def source_files(sources: Path) -> list[Path]:
+    files = sorted(p for p in sources.rglob("*") if p.is_file() and p.suffix in {".json", ".csv", ".jsonl", ".md"})
+    return files
+
+
+def sources_digest(sources: Path) -> str:
+    from ..quant import RULES_VERSION  # noqa: PLC0415
+
+    h = hashlib.sha256()
+    h.update(f"rules={RULES_VERSION}\n".encode())
+    for p in source_files(sources):
+        h.update(str(p.relative_to(sources)).encode() + b"\0")
+        h.update(p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def catalog_variants(spec: ModelSpec) -> list[Variant]:
+    """Every catalog quantization of one model, sized tensor by tensor (see recommender.quant)."""
+    from ..quant import CATALOG_QUANTS, RULES_VERSION, weights_bytes  # noqa: PLC0415
+
+    out = []
+    for q in CATALOG_QUANTS:
+        nbytes = weights_bytes(spec, q)
+        out.append(Variant(model_id=spec.id, quant=q, weights_bytes=nbytes,
+                           bits_per_weight=round(8 * nbytes / spec.params_total, 4) if spec.params_total else 0.0,
+                           weights_bytes_provenance="estimated",
+                           basis=f"per-tensor size rules {RULES_VERSION} (recommender.quant)"))
+    return out
+
+
+def load_models(sources: Path) -> list[ModelSpec]:
+    from ..arch import spec_from_config  # noqa: PLC0415
+
+    index = sources / "configs" / "sources.csv"
+    specs = []
+    with index.open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            cfg_path = sources / row["config_file"]
+            config = json.loads(cfg_path.read_text(encoding="utf-8"))
+            source = (f"{row['source_repo']}@{row['source_commit'][:12]}:{row['source_path']}"
+                      if row.get("source_repo") else str(cfg_path.relative_to(sources)))
+            notes = "; ".join(x for x in (row.get("notes"), row.get("license_basis")) if x) or None
+            specs.append(spec_from_config(config, model_id=row["model"], source=source,
+                                          source_kind=row.get("source_kind", ""),
+                                          license=row.get("model_license") or None, notes=notes))
+    return specs
+
+
+def load_scores(sources: Path) -> list[tuple]:
+    rows = []
+    with (sources / "published_scores.csv").open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            flags = ",".join(fl for fl in SCORE_FLAGS if fl in r["source_note"])
+            rows.append((r["model"], r["benchmark"], r["shots"] or None, float(r["score"]), r["source_url"],
+                         r["source_note"], flags))
+    return rows
+
+
+def load_measurements(sources: Path) -> list[Measurement]:
+    out = []
+    for p in sorted((sources / "measurements").glob("*.jsonl")):
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append(Measurement.model_validate_json(line))
+                except ValueError as e:
+                    raise UserError(f"{p}:{i}: bad measurement row: {str(e).splitlines()[0]}",
+                                    hint="fix the row; each line must be one recommender Measurement JSON") from None
+    return out
+
+
+def build_catalog(out_path: Path, sources: Path) -> dict:
+    """Write a fresh catalog to ``out_path`` (atomically: a temp file renamed into place). Returns counts."""
+    out_path = Path(out_path)
+    models = load_models(sources)
+    items = [(m, catalog_variants(m), None) for m in models]
+    scores = load_scores(sources)
+    measurements = load_measurements(sources)
+    fd, tmp = tempfile.mkstemp(prefix=".catalog-", suffix=".duckdb", dir=out_path.parent)
+    os.close(fd)
+    os.unlink(tmp)  # DuckDB wants to create the file itself
+    try:
+        with CatalogWriter(Path(tmp), origin="shipped") as w:
+            w.put_models(items)
+            w.put_scores(scores)
+            w.put_measurements(measurements)
+            w.put_meta({"sources_sha256": sources_digest(sources), "built_by": f"llm-recommender {__version__}"})
+        os.replace(tmp, out_path)
+    finally:
+        for p in (tmp, tmp + ".wal"):
+            if os.path.exists(p):
+                os.unlink(p)
+    return {"models": len(models), "variants": sum(len(v) for _, v, _ in items), "published_scores": len(scores),
+            "measurements": len(measurements), "path": str(out_path)}

@@ -1,0 +1,150 @@
+"""`catalog add` / `catalog refresh`: models from a config.json, an HF-style folder or a GGUF header.
+
+Nothing here loads tensor data: config.json is parsed as JSON, safetensors files are sized from their headers, and
+GGUF files are read through the `gguf` package's header parser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+from typing import Optional
+
+from ..errors import UserError
+from ..types import ModelSpec, Variant
+from .build import catalog_variants
+
+_HF_CACHE_RE = re.compile(r"models--(?P<org>[^-][^/]*?)--(?P<name>[^/]+)$")
+
+
+def _id_for_folder(folder: Path) -> str:
+    """HF cache layout (models--Org--Name/snapshots/<rev>) -> Org/Name; any other folder -> local/<folder name>."""
+    for p in [folder, *folder.parents][:4]:
+        m = _HF_CACHE_RE.search(p.name)
+        if m:
+            return f"{m['org']}/{m['name']}"
+    return f"local/{folder.name}"
+
+
+def _read_config(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read {path}: {e}", hint="check the path and permissions") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})",
+                        hint="give the model's config.json as published with its weights") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a model config (a JSON object is expected)",
+                        hint="give the model's config.json as published with its weights")
+    return data
+
+
+SAFETENSORS_MAX_HEADER = 100 * 1024 * 1024  # the format's own limit on the JSON header (safetensors spec)
+
+
+def safetensors_bytes(folder: Path) -> Optional[int]:
+    """Total tensor bytes of the *.safetensors files in a folder, from their headers (no tensor data read)."""
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    for f in files:
+        try:
+            with f.open("rb") as fh:
+                (n,) = struct.unpack("<Q", fh.read(8))
+                if n <= 0 or n > SAFETENSORS_MAX_HEADER:
+                    raise ValueError("bad header length")
+                header = json.loads(fh.read(n))
+        except (OSError, ValueError, struct.error) as e:
+            raise UserError(f"{f} is not a valid safetensors file ({e})",
+                            hint="the file may be truncated; download it again") from None
+        for k, v in header.items():
+            if k != "__metadata__":
+                start, end = v["data_offsets"]
+                total += end - start
+    return total
+
+
+def _quant_of_config(config: dict) -> str:
+    qc = config.get("quantization_config") or {}
+    method = str(qc.get("quant_method", "")).lower()
+    bits = qc.get("bits") or qc.get("w_bit")
+    if method == "awq" and bits == 4:
+        return "AWQ-4bit"
+    if method == "gptq" and bits == 4:
+        return "GPTQ-4bit"
+    if method in {"fp8", "compressed-tensors"} and "fp8" in json.dumps(qc).lower():
+        return "FP8"
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16").lower()
+    return "F16" if dtype in {"float16", "fp16", "half"} else "BF16"
+
+
+def from_config(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+    from ..arch import spec_from_config  # noqa: PLC0415
+
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    cfg_path = path / "config.json" if path.is_dir() else path
+    if not cfg_path.is_file():
+        raise UserError(f"no config.json in {folder}", hint="give a config.json, an HF model folder or a .gguf file")
+    config = _read_config(cfg_path)
+    hf_id = config.get("_name_or_path")  # transformers writes the hub id here when it saved the config
+    if model_id:
+        mid = model_id
+    elif isinstance(hf_id, str) and hf_id.count("/") == 1 and not hf_id.startswith(("/", ".")):
+        mid = hf_id
+    else:
+        mid = _id_for_folder(folder)
+    spec = spec_from_config(config, model_id=mid, source=str(cfg_path.resolve()), source_kind="user config.json")
+    variants = catalog_variants(spec)
+    paths: dict[str, str] = {}
+    on_disk = safetensors_bytes(folder) if path.is_dir() else None
+    if on_disk:
+        q = _quant_of_config(config)
+        variants = [v if v.quant != q else v.model_copy(update={
+            "weights_bytes": on_disk, "weights_bytes_provenance": "measured",
+            "bits_per_weight": round(8 * on_disk / spec.params_total, 4) if spec.params_total else 0.0,
+            "basis": f"sum of tensor sizes in the safetensors headers under {folder}"}) for v in variants]
+        paths[q] = str(folder.resolve())
+    return spec, variants, paths
+
+
+def from_gguf(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+    from ..arch import spec_from_gguf  # noqa: PLC0415
+    from ..quant import gguf_file_quant  # noqa: PLC0415
+
+    path = Path(path)
+    spec, info = spec_from_gguf(path)
+    if model_id:
+        spec = spec.model_copy(update={"id": model_id})
+    variants = catalog_variants(spec)
+    quant = gguf_file_quant(info)
+    measured = Variant(model_id=spec.id, quant=quant, weights_bytes=info.tensor_data_bytes,
+                       bits_per_weight=round(8 * info.tensor_data_bytes / spec.params_total, 4)
+                       if spec.params_total else 0.0,
+                       weights_bytes_provenance="measured", basis=f"tensor sizes in the GGUF header of {path.name}")
+    variants = [v for v in variants if v.quant != quant] + [measured]
+    return spec, variants, {quant: str(path.resolve())}
+
+
+def from_path(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"no such file or folder: {path}", hint="give a config.json, an HF model folder or a .gguf file")
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return from_gguf(path, model_id)
+    if path.is_dir() or path.suffix.lower() == ".json":
+        return from_config(path, model_id)
+    raise UserError(f"don't know how to read {path}", hint="give a config.json, an HF model folder or a .gguf file")
+
+
+def discover(directory: Path) -> list[Path]:
+    """Every model under a folder: folders holding a config.json, and .gguf files."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserError(f"not a folder: {directory}", hint="give a folder that holds model folders or .gguf files")
+    found = sorted({p.parent for p in directory.rglob("config.json")} | set(directory.rglob("*.gguf")))
+    return found

@@ -1,0 +1,105 @@
+"""Numbered schema migrations (the simonw/llm pattern): each runs once, in order, inside a transaction, and is
+recorded in ``schema_migrations``. Never edit a migration that has shipped; add a new one."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial", """
+CREATE TABLE catalog_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+CREATE TABLE models (
+    id VARCHAR PRIMARY KEY,
+    architecture VARCHAR NOT NULL,
+    model_type VARCHAR NOT NULL,
+    params_total BIGINT NOT NULL,
+    params_active BIGINT NOT NULL,
+    max_position_embeddings BIGINT NOT NULL,
+    source VARCHAR NOT NULL,
+    source_kind VARCHAR NOT NULL,
+    license VARCHAR,
+    notes VARCHAR,
+    origin VARCHAR NOT NULL,            -- 'shipped' | 'user'
+    added_at TIMESTAMP NOT NULL,
+    spec_json VARCHAR NOT NULL          -- the full recommender.types.ModelSpec
+);
+CREATE TABLE variants (
+    model_id VARCHAR NOT NULL,
+    quant VARCHAR NOT NULL,
+    weights_bytes BIGINT NOT NULL,
+    bits_per_weight DOUBLE NOT NULL,
+    provenance VARCHAR NOT NULL,        -- 'estimated' (per-tensor rule) | 'measured' (file on disk)
+    basis VARCHAR NOT NULL,
+    file_path VARCHAR,
+    PRIMARY KEY (model_id, quant)
+);
+CREATE TABLE published_scores (
+    source_model VARCHAR NOT NULL,      -- the checkpoint the publisher scored (may differ from a catalog id)
+    benchmark VARCHAR NOT NULL,
+    shots VARCHAR,
+    score DOUBLE NOT NULL,
+    source_url VARCHAR NOT NULL,
+    source_note VARCHAR NOT NULL,
+    flags VARCHAR NOT NULL              -- comma-separated: THIRD-PARTY, SECONDARY, INFERRED
+);
+CREATE TABLE measurements (
+    id VARCHAR PRIMARY KEY,
+    hardware_fingerprint VARCHAR NOT NULL,
+    hardware_name VARCHAR NOT NULL,
+    engine VARCHAR NOT NULL,
+    engine_version VARCHAR NOT NULL,
+    model_id VARCHAR NOT NULL,
+    quant VARCHAR NOT NULL,
+    batch INTEGER NOT NULL,
+    context_tokens INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    kv_dtype VARCHAR NOT NULL,
+    gpu_layers INTEGER,
+    ttft_ms DOUBLE,
+    tpot_ms DOUBLE,
+    itl_ms_p50 DOUBLE,
+    decode_tokens_per_s DOUBLE,
+    prefill_tokens_per_s DOUBLE,
+    throughput_tokens_per_s DOUBLE,
+    peak_vram_bytes BIGINT,
+    peak_rss_bytes BIGINT,
+    raw_json VARCHAR NOT NULL,          -- per-repeat timings and settings
+    status VARCHAR NOT NULL,            -- 'ok' | 'failed'
+    failure_reason VARCHAR,
+    synthetic BOOLEAN NOT NULL,
+    provenance VARCHAR NOT NULL,
+    measured_at VARCHAR NOT NULL
+);
+"""),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def applied_versions(con) -> set[int]:
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations' "
+        "AND table_catalog = current_database()").fetchone()[0]
+    if not exists:
+        return set()
+    return {r[0] for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
+
+
+def migrate(con) -> list[int]:
+    """Apply every pending migration, each in its own transaction. Returns the versions applied."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    done = applied_versions(con)
+    ran = []
+    for version, name, sql in MIGRATIONS:
+        if version in done:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(sql)
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        ran.append(version)
+    return ran

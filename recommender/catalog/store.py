@@ -1,0 +1,323 @@
+"""Reading the layered catalog (shipped, read-only + the user's overlay) and writing the overlay.
+
+Read path: the base catalog is opened read-only; the user overlay, when its file exists, is attached read-only
+under the alias ``usr``. A row in the overlay replaces the base row with the same key (model id; model id + quant).
+Write path: :class:`UserCatalog` opens the overlay writable, applies pending migrations, and runs each change in one
+transaction, so a failure leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Optional
+
+from ..errors import UserError
+from ..fuzzy import resolve
+from ..types import Measurement, ModelSpec, Variant
+from .migrations import LATEST_VERSION, migrate
+
+
+def _duckdb():
+    import duckdb  # noqa: PLC0415  (deferred: keeps `--help` fast)
+
+    return duckdb
+
+
+def _schema_version(con, alias: str = "") -> int:
+    prefix = f"{alias}." if alias else ""
+    try:
+        return con.execute(f"SELECT max(version) FROM {prefix}schema_migrations").fetchone()[0] or 0
+    except Exception:  # noqa: BLE001 - any failure here means "not a catalog of ours"
+        return -1
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    source_model: str
+    benchmark: str
+    shots: Optional[str]
+    score: float
+    source_url: str
+    source_note: str
+    flags: tuple[str, ...]
+    relation: str  # 'same' | 'sibling'
+
+
+_SIBLING_TOKENS = {"instruct", "chat", "it", "pt", "base"}
+
+
+def sibling_key(model: str) -> str:
+    """'google/gemma-3-4b-it' and 'google/gemma-3-4b-pt' -> 'google/gemma-3-4b': checkpoints of one architecture
+    (base / instruct / chat) share a key. Quantized repos ('-AWQ', 'GGUF:q4_k_m') keep their suffix and never match."""
+    org, _, name = model.lower().rpartition("/")
+    kept = [t for t in name.split("-") if t not in _SIBLING_TOKENS]
+    return f"{org}/{'-'.join(kept)}"
+
+
+class Catalog:
+    """Read access to the layered catalog. Cheap to construct; opens DuckDB on first use."""
+
+    def __init__(self, base_path: Path, user_path: Optional[Path] = None) -> None:
+        self.base_path = Path(base_path)
+        self.user_path = Path(user_path) if user_path else None
+        self._con = None
+        self.has_user = False
+        self._models: Optional[dict[str, ModelSpec]] = None
+        self._variants: Optional[dict[tuple[str, str], Variant]] = None
+
+    # -- connection -------------------------------------------------------------------------------------------
+    @property
+    def con(self):
+        if self._con is None:
+            self._con = self._open()
+        return self._con
+
+    def _open(self):
+        duckdb = _duckdb()
+        if not self.base_path.is_file():
+            raise UserError(f"catalog file not found: {self.base_path}",
+                            hint="run `recommender catalog build`, or pass --catalog PATH / set RECOMMENDER_CATALOG")
+        try:
+            con = duckdb.connect(str(self.base_path), read_only=True)
+        except Exception as e:  # noqa: BLE001
+            raise UserError(f"cannot open catalog {self.base_path}: {str(e).splitlines()[0]}",
+                            hint="the file is not a DuckDB catalog; rebuild it with `recommender catalog build`") from None
+        version = _schema_version(con)
+        if version != LATEST_VERSION:
+            con.close()
+            what = "is not a recommender catalog" if version < 0 else f"has schema v{version}, this tool needs v{LATEST_VERSION}"
+            raise UserError(f"catalog {self.base_path} {what}",
+                            hint="rebuild it with `recommender catalog build` (user rows live in the overlay and are kept)")
+        self.has_user = False
+        if self.user_path and self.user_path.is_file():
+            try:
+                con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)")
+            except Exception as e:  # noqa: BLE001
+                con.close()
+                raise UserError(f"cannot open user catalog {self.user_path}: {str(e).splitlines()[0]}",
+                                hint="move the file away or set RECOMMENDER_USER_CATALOG to another path") from None
+            uv = _schema_version(con, "usr")
+            if uv > LATEST_VERSION or uv < 0:
+                con.close()
+                raise UserError(f"user catalog {self.user_path} has an unknown schema (v{uv})",
+                                hint="it was written by a newer recommender; upgrade, or set RECOMMENDER_USER_CATALOG")
+            if uv < LATEST_VERSION:  # older overlay: migrate it (writable), then re-attach read-only
+                con.execute("DETACH usr")
+                UserCatalog(self.user_path).close()
+                con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)")
+            self.has_user = True
+        return con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def _rows(self, columns: str, table: str, tail: str = "", params: list | None = None) -> list[tuple]:
+        """``SELECT columns FROM table tail`` over the overlay (first, when attached) and the base."""
+        con = self.con
+        schemas = (["usr."] if self.has_user else []) + [""]
+        out = []
+        for schema in schemas:
+            out += con.execute(f"SELECT {columns} FROM {schema}{table} {tail}", params or []).fetchall()
+        return out
+
+    # -- models -----------------------------------------------------------------------------------------------
+    def models(self) -> dict[str, ModelSpec]:
+        if self._models is None:
+            models: dict[str, ModelSpec] = {}
+            origin: dict[str, str] = {}
+            for mid, spec_json, org in self._rows("id, spec_json, origin", "models", "ORDER BY id"):
+                if mid not in models:  # overlay rows come first and win
+                    models[mid] = ModelSpec.model_validate_json(spec_json)
+                    origin[mid] = org
+            self._models = models
+            self._origin = origin
+        return self._models
+
+    def origin(self, model_id: str) -> str:
+        self.models()
+        return self._origin.get(model_id, "shipped")
+
+    def resolve_model(self, name: str) -> ModelSpec:
+        models = self.models()
+        mid = resolve(name, models.keys(), "model", hint_cmd="see `recommender catalog list` for the models known")
+        return models[mid]
+
+    # -- variants ---------------------------------------------------------------------------------------------
+    def variants(self) -> dict[tuple[str, str], Variant]:
+        if self._variants is None:
+            out: dict[tuple[str, str], Variant] = {}
+            for row in self._rows("model_id, quant, weights_bytes, bits_per_weight, provenance, basis",
+                                  "variants", "ORDER BY model_id, quant"):
+                key = (row[0], row[1])
+                if key not in out:
+                    out[key] = Variant(model_id=row[0], quant=row[1], weights_bytes=row[2], bits_per_weight=row[3],
+                                       weights_bytes_provenance=row[4], basis=row[5])
+            self._variants = out
+        return self._variants
+
+    def variants_of(self, model_id: str) -> list[Variant]:
+        return [v for (m, _), v in self.variants().items() if m == model_id]
+
+    # -- published scores ------------------------------------------------------------------------------------
+    def all_scores(self) -> list[tuple]:
+        if not hasattr(self, "_scores"):
+            self._scores = self._rows("source_model, benchmark, shots, score, source_url, source_note, flags",
+                                      "published_scores")
+        return self._scores
+
+    def scores_for(self, model_id: str) -> list[ScoreRow]:
+        """Published scores of this checkpoint ('same') or of a base/instruct sibling of it ('sibling')."""
+        key = sibling_key(model_id)
+        out = []
+        for sm, bench, shots, score, url, note, flags in self.all_scores():
+            if sm.lower() == model_id.lower():
+                rel = "same"
+            elif sibling_key(sm) == key:
+                rel = "sibling"
+            else:
+                continue
+            out.append(ScoreRow(sm, bench, shots or None, score, url, note,
+                                tuple(f for f in flags.split(",") if f), rel))
+        return out
+
+    # -- measurements ----------------------------------------------------------------------------------------
+    def measurements(self, model_id: Optional[str] = None, hardware: Optional[str] = None,
+                     status: Optional[str] = None) -> list[Measurement]:
+        cols = ", ".join(_MEASUREMENT_COLS)
+        where, params = [], []
+        if model_id:
+            where.append("model_id = ?")
+            params.append(model_id)
+        if hardware:
+            where.append("(lower(hardware_name) LIKE ? OR hardware_fingerprint = ?)")
+            params += [f"%{hardware.lower()}%", hardware]
+        if status:
+            where.append("status = ?")
+            params.append(status)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        rows = self._rows(cols, "measurements", f"{clause} ORDER BY measured_at", params=params)
+        seen, out = set(), []
+        for row in rows:
+            d = dict(zip(_MEASUREMENT_COLS, row))
+            if d["id"] in seen:
+                continue
+            seen.add(d["id"])
+            d["raw"] = json.loads(d.pop("raw_json") or "{}")
+            out.append(Measurement(**d))
+        return out
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.con.execute("SELECT key, value FROM catalog_meta").fetchall())
+
+
+_MEASUREMENT_COLS = [
+    "id", "hardware_fingerprint", "hardware_name", "engine", "engine_version", "model_id", "quant", "batch",
+    "context_tokens", "prompt_tokens", "output_tokens", "kv_dtype", "gpu_layers", "ttft_ms", "tpot_ms", "itl_ms_p50",
+    "decode_tokens_per_s", "prefill_tokens_per_s", "throughput_tokens_per_s", "peak_vram_bytes", "peak_rss_bytes",
+    "raw_json", "status", "failure_reason", "synthetic", "provenance", "measured_at",
+]
+
+
+def _sql_str(p: Path) -> str:
+    return str(p).replace("'", "''")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------------------------
+class CatalogWriter:
+    """Writes into one DuckDB file (the overlay, or a catalog being built). Every public method is one transaction."""
+
+    def __init__(self, path: Path, origin: str) -> None:
+        self.path = Path(path)
+        self.origin = origin
+        duckdb = _duckdb()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(str(self.path))
+        except Exception as e:  # noqa: BLE001
+            raise UserError(f"cannot open catalog {self.path} for writing: {str(e).splitlines()[0]}",
+                            hint="check the path and its permissions, or set RECOMMENDER_USER_CATALOG") from None
+        version = _schema_version(self.con)
+        if version > LATEST_VERSION:
+            self.con.close()
+            raise UserError(f"catalog {self.path} has schema v{version}, newer than this tool (v{LATEST_VERSION})",
+                            hint="upgrade llm-recommender")
+        migrate(self.con)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    # rows ----------------------------------------------------------------------------------------------------
+    def _put_model(self, spec: ModelSpec, variants: list[Variant], file_paths: dict[str, str] | None = None) -> None:
+        self.con.execute("DELETE FROM variants WHERE model_id = ?", [spec.id])
+        self.con.execute("DELETE FROM models WHERE id = ?", [spec.id])
+        self.con.execute(
+            "INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [spec.id, spec.architecture, spec.model_type, spec.params_total, spec.params_active,
+             spec.max_position_embeddings, spec.source, spec.source_kind, spec.license, spec.notes, self.origin,
+             _now(), spec.model_dump_json()])
+        for v in variants:
+            self.con.execute("INSERT INTO variants VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             [v.model_id, v.quant, v.weights_bytes, v.bits_per_weight, v.weights_bytes_provenance,
+                              v.basis, (file_paths or {}).get(v.quant)])
+
+    def put_model(self, spec: ModelSpec, variants: list[Variant], file_paths: dict[str, str] | None = None) -> None:
+        with self.transaction():
+            self._put_model(spec, variants, file_paths)
+
+    def put_models(self, items: list[tuple[ModelSpec, list[Variant], dict[str, str] | None]]) -> None:
+        """All or nothing: used by `catalog refresh` and the build."""
+        with self.transaction():
+            for spec, variants, paths in items:
+                self._put_model(spec, variants, paths)
+
+    def put_scores(self, rows: list[tuple]) -> None:
+        with self.transaction():
+            self.con.executemany("INSERT INTO published_scores VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def put_measurements(self, rows: list[Measurement]) -> None:
+        with self.transaction():
+            for m in rows:
+                d = m.model_dump()
+                d["raw_json"] = json.dumps(d.pop("raw"), sort_keys=True)
+                self.con.execute(f"INSERT OR REPLACE INTO measurements ({', '.join(_MEASUREMENT_COLS)}) "
+                                 f"VALUES ({', '.join('?' * len(_MEASUREMENT_COLS))})",
+                                 [d[c] for c in _MEASUREMENT_COLS])
+
+    def put_meta(self, items: dict[str, str]) -> None:
+        with self.transaction():
+            for k, v in items.items():
+                self.con.execute("INSERT OR REPLACE INTO catalog_meta VALUES (?, ?)", [k, v])
+
+
+class UserCatalog(CatalogWriter):
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, origin="user")
+

@@ -1,0 +1,40 @@
+"""Command-line entry points: `recommender` (command groups) and `recommend` (the recommend command itself)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from . import catalog_cmd
+from .common import run_app, state
+from .estimate_cmd import estimate_command
+from .hardware_cmd import hardware_command
+from .recommend_cmd import recommend_command
+
+app = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
+                       "explained, and every number with its provenance.",
+                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+
+
+@app.callback()
+def _global(catalog: Optional[str] = typer.Option(None, "--catalog", envvar="RECOMMENDER_CATALOG",
+                                                  help="Catalog file (default: the shipped catalog.duckdb).")) -> None:
+    state.catalog = catalog
+
+
+app.command("recommend")(recommend_command)
+app.command("estimate")(estimate_command)
+app.command("hardware")(hardware_command)
+app.add_typer(catalog_cmd.app, name="catalog")
+
+recommend_app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+recommend_app.command()(recommend_command)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    run_app(app, argv)
+
+
+def recommend_main(argv: Optional[list[str]] = None) -> None:
+    run_app(recommend_app, argv)

@@ -1,0 +1,172 @@
+"""`recommender catalog ...`: list, show, add, refresh, build, measurements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import emit_json, info, open_catalog, stdout_console
+
+app = typer.Typer(help="The model catalog: shipped models plus the ones you add.", no_args_is_help=True)
+
+
+def _human_params(n: int) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+
+
+@app.command("list")
+def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:
+    """Every model in the catalog, with where its architecture came from."""
+    from rich.table import Table  # noqa: PLC0415
+
+    cat = open_catalog()
+    models = cat.models()
+    variants = cat.variants()
+    rows = []
+    for mid, s in models.items():
+        rows.append({"id": mid, "architecture": s.architecture, "params_total": s.params_total,
+                     "params_active": s.params_active, "max_context_tokens": s.max_position_embeddings,
+                     "quants": sorted(q for (m, q) in variants if m == mid), "source": s.source,
+                     "source_kind": s.source_kind, "license": s.license, "origin": cat.origin(mid)})
+    if as_json:
+        emit_json(rows)
+        return
+    t = Table(title=f"{len(rows)} models")
+    for col in ("model", "architecture", "params", "active", "max ctx", "quants", "origin", "source"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["id"], r["architecture"], _human_params(r["params_total"]),
+                  _human_params(r["params_active"]) if r["params_active"] != r["params_total"] else "",
+                  str(r["max_context_tokens"]), str(len(r["quants"])), r["origin"], r["source"])
+    stdout_console().print(t)
+
+
+@app.command("show")
+def show(model: str = typer.Argument(..., help="HF id or a unique part of its name."),
+         as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:
+    """One model: architecture, variants with their sizes, quality figures with sources."""
+    from rich.table import Table  # noqa: PLC0415
+
+    from ..quality import QualityIndex  # noqa: PLC0415
+    from ..units import fmt_bytes  # noqa: PLC0415
+
+    cat = open_catalog()
+    spec = cat.resolve_model(model)
+    qi = QualityIndex(cat)
+    variants = cat.variants_of(spec.id)
+    data = {"model": spec.model_dump(mode="json"), "origin": cat.origin(spec.id),
+            "variants": [v.model_dump(mode="json") | {"ppl_ratio": qi.ppl_ratio(v.quant).model_dump()}
+                         for v in variants],
+            "quality": {"zh": qi.zh(spec.id).model_dump(), "en": qi.en(spec.id).model_dump()},
+            "published_scores": [r.__dict__ for r in cat.scores_for(spec.id)]}
+    if as_json:
+        emit_json(data)
+        return
+    con = stdout_console()
+    con.print(f"[bold]{spec.id}[/] — {spec.architecture}, {_human_params(spec.params_total)} parameters"
+              + (f" ({_human_params(spec.params_active)} active)" if spec.is_moe else "")
+              + f", {spec.num_layers} layers, {spec.num_attention_heads} heads / {spec.num_kv_heads} KV heads, "
+                f"max context {spec.max_position_embeddings}", highlight=False)
+    con.print(f"source: {spec.source} ({spec.source_kind})", highlight=False)
+    t = Table(title="variants")
+    for col in ("quant", "weights", "bits/weight", "provenance", "ppl ratio"):
+        t.add_column(col)
+    for v in variants:
+        pr = qi.ppl_ratio(v.quant)
+        t.add_row(v.quant, fmt_bytes(v.weights_bytes), f"{v.bits_per_weight:.2f}", v.weights_bytes_provenance,
+                  "?" if pr.value is None else f"{pr.value:.3f}")
+    con.print(t)
+    for k in ("zh", "en"):
+        m = data["quality"][k]
+        con.print(f"{k} accuracy: {m['value'] if m['value'] is not None else 'unknown'} — {m['basis']}",
+                  highlight=False)
+
+
+@app.command("add")
+def add(path: Path = typer.Argument(..., help="A config.json, an HF model folder, or a .gguf file."),
+        model_id: Optional[str] = typer.Option(None, "--id", help="Catalog id to use (default: from the files)."),
+        as_json: bool = typer.Option(False, "--json")) -> None:
+    """Add (or update) one model in your own catalog overlay; the shipped catalog is never modified."""
+    from ..catalog.ingest import from_path  # noqa: PLC0415
+    from ..catalog.store import UserCatalog  # noqa: PLC0415
+    from ..paths import user_catalog_path  # noqa: PLC0415
+
+    spec, variants, paths = from_path(path, model_id)  # validates before anything is written
+    with UserCatalog(user_catalog_path()) as w:
+        w.put_model(spec, variants, paths)
+    out = {"added": spec.id, "variants": len(variants), "user_catalog": str(user_catalog_path())}
+    if as_json:
+        emit_json(out)
+    else:
+        info(f"added {spec.id} ({spec.architecture}, {_human_params(spec.params_total)} parameters, "
+             f"{len(variants)} variants) to {user_catalog_path()}")
+
+
+@app.command("refresh")
+def refresh(directory: Path = typer.Argument(..., help="Folder holding model folders and/or .gguf files."),
+            skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip unreadable models instead of stopping."),
+            as_json: bool = typer.Option(False, "--json")) -> None:
+    """Add or update every model found under a folder, in one transaction."""
+    from ..catalog.ingest import discover, from_path  # noqa: PLC0415
+    from ..catalog.store import UserCatalog  # noqa: PLC0415
+    from ..errors import UserError  # noqa: PLC0415
+    from ..paths import user_catalog_path  # noqa: PLC0415
+
+    items, skipped = [], []
+    for p in discover(directory):
+        try:
+            items.append(from_path(p))
+        except UserError as e:
+            if not skip_bad:
+                raise UserError(f"{e.message} (nothing was added)",
+                                hint=f"fix or remove {p}, or pass --skip-bad") from None
+            skipped.append({"path": str(p), "error": e.message})
+            info(f"skipped {p}: {e.message}")
+    if items:
+        with UserCatalog(user_catalog_path()) as w:
+            w.put_models(items)
+    out = {"added_or_updated": [s.id for s, _, _ in items], "skipped": skipped}
+    if as_json:
+        emit_json(out)
+    else:
+        info(f"{len(items)} models added or updated, {len(skipped)} skipped")
+
+
+@app.command("build")
+def build(out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the shipped file)."),
+          sources: Optional[Path] = typer.Option(None, "--sources", help="Sources folder (default: sources/).")) -> None:
+    """Rebuild the catalog (default: the --catalog file, else the shipped catalog.duckdb) from sources/."""
+    from ..catalog.build import build_catalog  # noqa: PLC0415
+    from ..paths import SOURCES_DIR, base_catalog_path  # noqa: PLC0415
+    from .common import state  # noqa: PLC0415
+
+    counts = build_catalog(out or base_catalog_path(state.catalog), sources or SOURCES_DIR)
+    info(f"built {counts['path']}: {counts['models']} models, {counts['variants']} variants, "
+         f"{counts['published_scores']} published scores, {counts['measurements']} measurements")
+
+
+@app.command("measurements")
+def measurements(hardware: Optional[str] = typer.Option(None, "--hardware", help="GPU name (substring)."),
+                 model: Optional[str] = typer.Option(None, "--model", help="Model (HF id or unique part)."),
+                 as_json: bool = typer.Option(False, "--json")) -> None:
+    """Measured probe rows in the catalog."""
+    from rich.table import Table  # noqa: PLC0415
+
+    from ..units import fmt_bytes, fmt_ms  # noqa: PLC0415
+
+    cat = open_catalog()
+    mid = cat.resolve_model(model).id if model else None
+    rows = cat.measurements(model_id=mid, hardware=hardware)
+    if as_json:
+        emit_json([m.model_dump(mode="json") for m in rows])
+        return
+    t = Table(title=f"{len(rows)} measurements")
+    for col in ("hardware", "engine", "model", "quant", "batch", "ctx", "TTFT", "TPOT", "peak VRAM", "status"):
+        t.add_column(col)
+    for m in rows:
+        t.add_row(m.hardware_name, f"{m.engine} {m.engine_version}", m.model_id, m.quant, str(m.batch),
+                  str(m.context_tokens), fmt_ms(m.ttft_ms), fmt_ms(m.tpot_ms), fmt_bytes(m.peak_vram_bytes),
+                  m.status + (f" ({m.failure_reason})" if m.failure_reason else ""))
+    stdout_console().print(t)

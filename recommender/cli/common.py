@@ -1,0 +1,102 @@
+"""Shared CLI plumbing: the only layer that prints. Data goes to stdout, everything else to stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Optional
+
+import typer
+
+from ..errors import UserError
+
+PROV_MARK = {"measured": "ᵐ", "calibrated": "ᶜ", "published": "ᵖ", "estimated": "ᵉ", "unknown": "?"}
+LEGEND = "ᵐ measured · ᶜ calibrated · ᵖ published · ᵉ estimated · ? unknown"
+
+
+def stdout_console():
+    from rich.console import Console  # noqa: PLC0415
+
+    return Console(soft_wrap=False)
+
+
+def stderr_console():
+    from rich.console import Console  # noqa: PLC0415
+
+    return Console(stderr=True)
+
+
+def emit_json(data: Any) -> None:
+    """Plain JSON on stdout, never through Rich (no wrapping, no markup)."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def info(msg: str) -> None:
+    sys.stderr.write(msg + "\n")
+
+
+def mark(value: str, provenance: str) -> str:
+    return f"{value}{PROV_MARK.get(provenance, '?')}"
+
+
+class State:
+    catalog: Optional[str] = None
+
+
+state = State()
+
+
+def open_catalog(catalog: Optional[str] = None):
+    from ..catalog.store import Catalog  # noqa: PLC0415
+    from ..paths import base_catalog_path, user_catalog_path  # noqa: PLC0415
+
+    return Catalog(base_catalog_path(catalog or state.catalog), user_catalog_path())
+
+
+def fail(err: UserError) -> None:
+    sys.stderr.write(f"error: {err.message}\n")
+    if err.hint:
+        sys.stderr.write(f"hint: {err.hint}\n")
+    raise SystemExit(err.exit_code)
+
+
+def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
+    """Run a Typer app; user errors become one line + hint and exit 2, never a traceback."""
+    try:
+        app(args=argv, standalone_mode=True)
+    except UserError as e:
+        fail(e)
+
+
+def planning_hardware(gpu: Optional[str], vram_bytes: Optional[int]):
+    """The GPU to plan for: --gpu NAME (a shipped profile), else the first GPU found, else the default reference.
+
+    Returns (profile, notes)."""
+    from .. import hardware as hwmod  # noqa: PLC0415
+
+    notes = []
+    profiles = hwmod.load_profiles()
+    if gpu:
+        prof = hwmod.find_profile(gpu, profiles)
+    else:
+        host = hwmod.probe_host()
+        if host.gpus:
+            prof = hwmod.profile_from_gpu(host.gpus[0], profiles)
+            notes.append(f"planning for the GPU found here: {prof.name}")
+        else:
+            prof = hwmod.find_profile(DEFAULT_PLANNING_GPU, profiles)
+            notes.append(f"no GPU found here ({host.gpu_status}); planning for a {prof.name} — "
+                         f"use --gpu NAME to plan for another GPU")
+    if vram_bytes is not None:
+        prof = hwmod.override_memory(prof, vram_bytes)
+    return prof, notes
+
+
+# A GPU-less machine plans for this reference card (the most common 24 GB card in the llama.cpp CUDA scoreboard).
+DEFAULT_PLANNING_GPU = "RTX 4090"
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in {"1", "true", "yes"}

@@ -1,0 +1,115 @@
+"""Every constant the estimator uses, in one place, with its unit and its source.
+
+The calibration issue replaces the efficiency/overhead terms with values fitted on measured rows; until then each
+estimate reports, in its ``basis``, which of these it used. A value whose source is "assumption" has no published
+figure behind it yet: it is a placeholder to be fitted, and is labelled so in the output basis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 1024**2
+
+ESTIMATE_FORMULA_VERSION = "estimate-v1"
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+    unit: str
+    source: str
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+# --- Runtime memory -------------------------------------------------------------------------------------------
+# CUDA/ROCm context + runtime libraries resident per process before any tensor is allocated.
+CUDA_CONTEXT_BYTES = Const(377 * MIB, "bytes",
+                           "ollama PR #3241 (github.com/ollama/ollama/pull/3241): static overhead of 377 MiB for "
+                           "CUDA and ROCm in its GPU memory estimate")
+METAL_CONTEXT_BYTES = Const(0, "bytes", "Metal uses unified memory; no separate device context reservation")
+
+# llama.cpp: physical micro-batch used for prompt processing (n_ubatch default 512, common/common.h) and the
+# size of its compute graph buffer, which is dominated by the logits of one micro-batch (n_vocab x n_ubatch f32).
+LLAMA_CPP_N_UBATCH = Const(512, "tokens", "llama.cpp common params: n_ubatch = 512 (default)")
+LLAMA_CPP_CTX_PAD = Const(256, "tokens", "llama.cpp pads n_ctx of the KV cache to a multiple of 256 "
+                                         "(llama_kv_cache get_padding with flash attention)")
+F32_BYTES = 4
+# vLLM: fraction of GPU memory it reserves at start-up (weights + activations + KV cache fill it) and the token
+# budget its profiling run uses for activations.
+VLLM_GPU_MEMORY_UTILIZATION = Const(0.9, "fraction", "vLLM EngineArgs default gpu_memory_utilization=0.9")
+VLLM_MAX_NUM_BATCHED_TOKENS = Const(2048, "tokens", "vLLM V1 default max_num_batched_tokens for online serving "
+                                                    "on GPUs below the H100 class (vllm/engine/arg_utils.py)")
+VLLM_CUDA_GRAPH_BYTES = Const(512 * MIB, "bytes", "assumption: vLLM logs 'Graph capturing finished ... took "
+                                                  "0.1-1 GiB' depending on model; to be fitted by calibration")
+TORCH_ACTIVATION_COPIES = Const(3, "tensors of n_tokens x intermediate", "gate, up and activated product alive at "
+                                                                           "once in a SwiGLU MLP forward (HF modeling code)")
+
+# --- Decode (per generated token) -----------------------------------------------------------------------------
+# time/token = bytes read / (bandwidth x efficiency) + per-token overhead (kernel launches, sampling, host work).
+DECODE_BW_EFFICIENCY: dict[str, dict[str, Const]] = {
+    "llama.cpp": {
+        "float": Const(0.61, "fraction of bandwidth", "shared/device/README.md: H200, llama-cpp-python 0.3.36, "
+                                                      "Qwen2.5-7B F16 decode = 61 % of the bandwidth limit"),
+        "gguf": Const(0.22, "fraction of bandwidth", "shared/device/README.md: H200, llama-cpp-python 0.3.36, "
+                                                     "Qwen2.5-7B Q4_K_M decode = 22 % of the bandwidth limit"),
+    },
+    "vllm": {
+        "float": Const(0.75, "fraction of bandwidth", "assumption: CUDA-graph decode; to be fitted by calibration"),
+        "awq": Const(0.5, "fraction of bandwidth", "assumption: Marlin 4-bit kernels; to be fitted by calibration"),
+        "gptq": Const(0.5, "fraction of bandwidth", "assumption: Marlin 4-bit kernels; to be fitted by calibration"),
+        "fp8": Const(0.65, "fraction of bandwidth", "assumption: to be fitted by calibration"),
+    },
+    "transformers": {
+        "float": Const(0.6, "fraction of bandwidth", "assumption; eager decode is host-bound (see overhead)"),
+        "awq": Const(0.3, "fraction of bandwidth", "assumption; to be fitted by calibration"),
+        "gptq": Const(0.3, "fraction of bandwidth", "assumption; to be fitted by calibration"),
+        "fp8": Const(0.3, "fraction of bandwidth", "assumption; to be fitted by calibration"),
+    },
+}
+DECODE_OVERHEAD_MS: dict[str, Const] = {
+    "llama.cpp": Const(0.0, "ms/token", "absorbed in the efficiency terms above (fitted as one term)"),
+    "vllm": Const(1.0, "ms/token", "assumption: scheduler + sampling step; to be fitted by calibration"),
+    "transformers": Const(70.0, "ms/token", "shared/notes/engines.md: eager generate on the H200 is host-bound, "
+                                            "TPOT 60-80 ms per step for 0.5B-8B models at batch 1"),
+}
+
+# --- Prefill ----------------------------------------------------------------------------------------------------
+# time = FLOPs / (peak dense FP16 FLOP/s x MFU) + weights read once / bandwidth + fixed overhead
+PREFILL_MFU: dict[str, dict[str, Const]] = {
+    "llama.cpp": {
+        "float": Const(0.25, "fraction of FP16 peak", "shared/device/README.md: H200, Qwen2.5-7B F16, prefill of "
+                                                      "512 tokens in 29 ms = 2 x 7.07e9 x 512 FLOP / 989 TFLOP/s / 0.029 s"),
+        "gguf": Const(0.12, "fraction of FP16 peak", "shared/device/README.md: H200, Qwen2.5-7B Q4_K_M, prefill of "
+                                                     "512 tokens in 59 ms"),
+    },
+    "vllm": {"*": Const(0.4, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
+    "transformers": {"*": Const(0.3, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
+}
+PREFILL_OVERHEAD_MS: dict[str, Const] = {
+    "llama.cpp": Const(0.0, "ms", "absorbed in the MFU terms above"),
+    "vllm": Const(5.0, "ms", "assumption: scheduling + one engine step; to be fitted by calibration"),
+    "transformers": Const(70.0, "ms", "shared/notes/engines.md: one eager step costs 60-80 ms of host time"),
+}
+
+# KV-cache element sizes per dtype (bytes per element); q8_0/q4_0 are llama.cpp block formats.
+KV_DTYPE_BYTES: dict[str, float] = {
+    "f16": 2.0, "bf16": 2.0, "fp8": 1.0,
+    "q8_0": 34 / 32,  # ggml block_q8_0: 32 int8 + one f16 scale = 34 bytes per 32 elements
+    "q4_0": 18 / 32,  # ggml block_q4_0: 32 x 4 bit + one f16 scale = 18 bytes per 32 elements
+}
+ENGINE_KV_DTYPES: dict[str, tuple[str, ...]] = {
+    "llama.cpp": ("f16", "q8_0", "q4_0"),
+    "vllm": ("bf16", "f16", "fp8"),
+    "transformers": ("bf16", "f16"),
+}
+# Minimum compute capability (CUDA) for engine x quantization family; None = no CUDA requirement.
+MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
+    ("vllm", "*"): ((7, 0), "vLLM requires compute capability >= 7.0 (docs: GPU installation requirements)"),
+    ("vllm", "fp8"): ((8, 9), "FP8 W8A8 kernels need Ada/Hopper, compute capability >= 8.9 (vLLM quantization docs)"),
+    ("vllm", "awq"): ((7, 5), "vLLM AWQ kernels need compute capability >= 7.5 (vLLM supported-hardware table)"),
+    ("vllm", "gptq"): ((6, 0), "vLLM GPTQ needs compute capability >= 6.0 (vLLM supported-hardware table)"),
+    ("*", "bf16"): ((8, 0), "bfloat16 needs compute capability >= 8.0 (Ampere); use F16 on older GPUs"),
+}

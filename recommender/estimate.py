@@ -1,0 +1,301 @@
+"""Analytical memory and latency estimates (pure functions, no I/O).
+
+Memory (bytes, on the GPU):   weights resident on the GPU + KV cache + compute/activation buffers + runtime overhead
+Latency (ms):                 prefill = max(FLOPs / (peak x MFU), weight bytes / bandwidth) + fixed overhead
+                              decode  = max(bytes read per step / (bandwidth x efficiency), FLOPs / (peak x MFU))
+                                        + per-token overhead
+Every constant comes from recommender.constants with its source; docs/estimates.md derives each term.
+Metric definitions follow vLLM's benchmarks: TTFT = time to the first output token; TPOT = (E2E - TTFT)/(n_out - 1);
+decode tok/s = 1000 / TPOT per sequence; throughput = batch x decode tok/s.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import Field
+
+from . import constants as C
+from .types import HardwareProfile, Measurement, ModelSpec, Provenance, Strict
+
+
+class Estimate(Strict):
+    model: str
+    quant: str
+    engine: str
+    hardware: str
+    context_tokens: int
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    kv_dtype: str
+    weights_bytes: int  # the whole variant (file size of the tensors)
+    weights_gpu_bytes: int  # resident on the GPU
+    host_weights_bytes: int  # kept in host RAM by the engine (llama.cpp keeps token embeddings on the CPU)
+    kv_bytes_per_token: int  # per token of context, every layer storing it (sliding-window layers included)
+    kv_cache_bytes: int  # for context_tokens x batch, sliding windows and padding respected
+    compute_buffer_bytes: int
+    runtime_overhead_bytes: int
+    overhead_bytes: int  # compute_buffer_bytes + runtime_overhead_bytes
+    total_vram_bytes: int
+    ttft_ms: Optional[float]
+    tpot_ms: Optional[float]
+    e2e_ms: Optional[float]
+    decode_tokens_per_s: Optional[float]  # per sequence
+    throughput_tokens_per_s: Optional[float]  # batch x per-sequence decode rate
+    bandwidth_utilization: Optional[float] = None  # bytes/token x tok/s / bandwidth (decode)
+    provenance: dict[str, Provenance]
+    basis: dict[str, str]
+    notes: list[str] = Field(default_factory=list)
+
+
+def _family(quant: str) -> str:
+    from .quant import QUANTS  # noqa: PLC0415
+
+    fam = QUANTS[quant].family
+    return fam
+
+
+def _const(table: dict[str, C.Const] | dict, key: str) -> C.Const:
+    return table.get(key) or table["*"]
+
+
+_BREAKDOWN_CACHE: dict[tuple, tuple[int, int, int]] = {}
+
+
+def variant_bytes(spec: ModelSpec, quant: str) -> tuple[int, int, int]:
+    """(total, token-embedding, routed-expert) bytes of one variant, tensor by tensor (cached per run)."""
+    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
+    hit = _BREAKDOWN_CACHE.get(key)
+    if hit is None:
+        from .quant import weights_breakdown  # noqa: PLC0415
+
+        total = embd = experts = 0
+        for name, _type, nbytes in weights_breakdown(spec, quant):
+            total += nbytes
+            if name == "token_embd.weight":
+                embd = nbytes
+            if "_exps." in name:
+                experts += nbytes
+        hit = _BREAKDOWN_CACHE[key] = (total, embd, experts)
+    return hit
+
+
+# ------------------------------------------------------------------------------------------------------------
+# KV cache
+# ------------------------------------------------------------------------------------------------------------
+def kv_elements_per_token_per_layer(spec: ModelSpec, engine: str) -> int:
+    """K and V elements one token adds to one layer's cache.
+
+    Standard / grouped-query attention: 2 x kv_heads x head_dim (the GQA-aware formula).
+    MLA (DeepSeek-V2): vLLM and llama.cpp cache the compressed latent, kv_lora_rank + qk_rope_head_dim per token
+    (DeepSeek-V2 paper, sec. 2.1.2); transformers' eager cache stores full per-head K (nope+rope) and V.
+    """
+    if spec.is_mla:
+        if engine == "transformers":
+            return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim + spec.v_head_dim)
+        return spec.kv_lora_rank + spec.qk_rope_head_dim
+    return 2 * spec.num_kv_heads * spec.head_dim
+
+
+def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
+    per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
+    return int(round(per_layer * spec.num_layers))
+
+
+def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str = "llama.cpp",
+                   kv_dtype: str = "f16") -> int:
+    """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
+    per_layer_token = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
+    ctx = context_tokens
+    if engine == "llama.cpp":
+        pad = int(C.LLAMA_CPP_CTX_PAD.value)
+        ctx = -(-ctx // pad) * pad
+    full_layers = spec.num_layers - spec.num_swa_layers
+    swa_tokens = min(ctx, spec.sliding_window or ctx)
+    tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
+    return int(round(per_layer_token * tokens * batch))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# FLOPs
+# ------------------------------------------------------------------------------------------------------------
+def _dense_matmul_params(spec: ModelSpec, embd_params: int) -> int:
+    """Parameters touched by matmuls for one token (active experts only; the embedding lookup is not a matmul)."""
+    return max(spec.params_active or spec.params_total, 1) - embd_params
+
+
+def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
+    """2 x params x tokens for the matmuls (Kaplan et al. 2020, C_forward ~ 2N per token) plus causal attention:
+    QK^T and AV each cost 2 x P x P/2 x d per head and layer -> 2 x P x P_eff x heads x head_dim x layers.
+    The output projection runs for the last token only (llama.cpp and vLLM compute logits of the last position)."""
+    embd = spec.vocab_size * spec.hidden_size
+    out_proj = 0 if spec.tie_word_embeddings else embd
+    matmul = _dense_matmul_params(spec, embd) - out_proj
+    heads_dim = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
+                                            else spec.head_dim)
+    full = spec.num_layers - spec.num_swa_layers
+    p = prompt_tokens
+    p_swa = min(p, spec.sliding_window or p)
+    attn = 2.0 * p * heads_dim * (full * p + spec.num_swa_layers * p_swa)
+    return batch * (2.0 * matmul * p + attn + 2.0 * spec.vocab_size * spec.hidden_size)
+
+
+def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
+    embd = spec.vocab_size * spec.hidden_size
+    matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
+    heads_dim = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
+                                            else spec.head_dim)
+    return batch * (2.0 * matmul + 4.0 * heads_dim * spec.num_layers * context_tokens)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The estimate
+# ------------------------------------------------------------------------------------------------------------
+def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
+    if hw.backend == "metal":
+        return int(C.METAL_CONTEXT_BYTES.value), "METAL_CONTEXT_BYTES"
+    base = int(C.CUDA_CONTEXT_BYTES.value)
+    if engine == "vllm":
+        return base + int(C.VLLM_CUDA_GRAPH_BYTES.value), "CUDA_CONTEXT_BYTES + VLLM_CUDA_GRAPH_BYTES"
+    return base, "CUDA_CONTEXT_BYTES"
+
+
+def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int, batch: int) -> tuple[int, str]:
+    act_bytes = 2  # activations in f16/bf16
+    if engine == "llama.cpp":
+        # logits of one micro-batch dominate llama.cpp's compute buffer: n_vocab x n_ubatch x f32
+        ub = int(C.LLAMA_CPP_N_UBATCH.value)
+        return (spec.vocab_size * ub * C.F32_BYTES,
+                "n_vocab x LLAMA_CPP_N_UBATCH x 4 B (logits of one micro-batch)")
+    width = max(spec.intermediate_size, spec.moe_intermediate_size * max(spec.num_experts_per_tok, 1))
+    if engine == "vllm":
+        tokens = int(C.VLLM_MAX_NUM_BATCHED_TOKENS.value)
+        return (tokens * width * int(C.TORCH_ACTIVATION_COPIES.value) * act_bytes,
+                "VLLM_MAX_NUM_BATCHED_TOKENS x intermediate x TORCH_ACTIVATION_COPIES x 2 B (profiling run peak)")
+    tokens = prompt_tokens * batch
+    return (tokens * width * int(C.TORCH_ACTIVATION_COPIES.value) * act_bytes
+            + batch * spec.vocab_size * C.F32_BYTES,
+            "prompt x batch x intermediate x TORCH_ACTIVATION_COPIES x 2 B + last-token logits (f32)")
+
+
+def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
+             batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
+             kv_dtype: Optional[str] = None, weights_bytes: Optional[int] = None,
+             weights_provenance: Provenance = "estimated") -> Estimate:
+    """Estimate memory and latency of one candidate configuration on one GPU."""
+    kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
+    if prompt_tokens is None:
+        prompt_tokens = max(context_tokens - output_tokens, 1)
+    family = _family(quant)
+    fam_key = "gguf" if family == "gguf" else family
+    total_b, embd_b, expert_b = variant_bytes(spec, quant)
+    wbytes = weights_bytes if weights_bytes is not None else total_b
+    scale = wbytes / total_b if total_b else 1.0  # a measured file size scales the per-tensor split
+    embd_b, expert_b = int(embd_b * scale), int(expert_b * scale)
+    notes: list[str] = []
+    basis: dict[str, str] = {"formula": C.ESTIMATE_FORMULA_VERSION}
+
+    # --- memory -----------------------------------------------------------------------------------------
+    host = 0
+    if engine == "llama.cpp" and hw.backend != "metal":
+        # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
+        # a tied output projection is loaded on the GPU as well.
+        host = embd_b
+    gpu_weights = wbytes - host + (embd_b if host and spec.tie_word_embeddings else 0)
+    kv_pt = kv_bytes_per_token(spec, engine, kv_dtype)
+    kv_total = kv_cache_bytes(spec, context_tokens, batch, engine, kv_dtype)
+    compute, compute_basis = _compute_buffer(spec, engine, quant, prompt_tokens, batch)
+    runtime, runtime_basis = _runtime_overhead(engine, hw)
+    total = gpu_weights + kv_total + compute + runtime
+    basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
+                       f"[{runtime_basis}]")
+    if host:
+        basis["host_weights_bytes"] = "llama.cpp token embeddings stay in host RAM"
+    if engine == "vllm":
+        reserve = int(hw.memory_bytes * C.VLLM_GPU_MEMORY_UTILIZATION.value)
+        notes.append(f"vLLM reserves gpu_memory_utilization={C.VLLM_GPU_MEMORY_UTILIZATION.value} of the GPU "
+                     f"({reserve / 1024**3:.1f} GiB) at start and fills the rest with KV cache; total_vram_bytes is "
+                     f"what this configuration needs. Set --kv-cache-memory / --gpu-memory-utilization to cap it.")
+
+    # --- latency ----------------------------------------------------------------------------------------
+    bw = hw.memory_bandwidth_bytes_per_s
+    peak = hw.fp16_flops_per_s
+    eff_c = _const(C.DECODE_BW_EFFICIENCY[engine], fam_key if fam_key in C.DECODE_BW_EFFICIENCY[engine] else "float")
+    mfu_c = _const(C.PREFILL_MFU[engine], fam_key if fam_key in C.PREFILL_MFU[engine] else "*")
+    ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
+    ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value
+    basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec} ms "
+                       f"[efficiency: {eff_c.source}]")
+
+    # bytes read per decode step: every GPU-resident weight once (routed experts: only those the batch
+    # touches), plus the KV cache of every sequence at its mean length during generation.
+    if spec.is_moe and expert_b:
+        e, k = spec.num_experts, spec.num_experts_per_tok
+        touched = e * (1 - (1 - k / e) ** batch)  # expected distinct experts per layer for `batch` tokens
+        step_weights = gpu_weights - expert_b + expert_b * touched / e
+        basis["moe"] = f"expected distinct experts per step = E(1-(1-k/E)^batch) = {touched:.2f} of {e}"
+    else:
+        step_weights = gpu_weights
+    mean_ctx = min(prompt_tokens + output_tokens / 2, context_tokens)
+    kv_read = kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0
+    step_bytes = step_weights + kv_read
+
+    ttft = tpot = e2e = dec_tps = thr = util = None
+    if bw:
+        mem_ms = step_bytes / (bw * eff_c.value) * 1e3
+        comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
+        tpot = max(mem_ms, comp_ms) + ovh_dec
+        dec_tps = 1000.0 / tpot
+        thr = dec_tps * batch
+        util = step_bytes * dec_tps / bw
+        if peak:
+            pre_ms = prefill_flops(spec, prompt_tokens, batch) / (peak * mfu_c.value) * 1e3
+            ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre
+            e2e = ttft + (output_tokens - 1) * tpot
+            basis["prefill"] = (f"FLOPs/({hw.name} FP16 peak x MFU {mfu_c.value}) + {ovh_pre} ms "
+                                f"[MFU: {mfu_c.source}]")
+        else:
+            notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 FLOP/s figure")
+    else:
+        notes.append(f"latency unknown: the {hw.name} profile has no sourced memory bandwidth")
+
+    prov: dict[str, Provenance] = {
+        "weights_bytes": weights_provenance,
+        "kv_cache_bytes": "estimated",
+        "overhead_bytes": "estimated",
+        "total_vram_bytes": "estimated",
+    }
+    for k, v in (("ttft_ms", ttft), ("tpot_ms", tpot), ("e2e_ms", e2e), ("decode_tokens_per_s", dec_tps),
+                 ("throughput_tokens_per_s", thr)):
+        prov[k] = "estimated" if v is not None else "unknown"
+
+    return Estimate(
+        model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
+        prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, weights_bytes=wbytes,
+        weights_gpu_bytes=gpu_weights, host_weights_bytes=host, kv_bytes_per_token=kv_pt, kv_cache_bytes=kv_total,
+        compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
+        total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, decode_tokens_per_s=dec_tps,
+        throughput_tokens_per_s=thr, bandwidth_utilization=util, provenance=prov, basis=basis, notes=notes)
+
+
+def overlay_measurement(est: Estimate, m: Measurement) -> Estimate:
+    """Replace estimated figures by what a matching probe measured, and mark them measured."""
+    upd: dict = {}
+    prov = dict(est.provenance)
+    basis = dict(est.basis)
+    tag = f"measurement {m.id} ({m.engine} {m.engine_version} on {m.hardware_name}, {m.measured_at[:10]}" + \
+          (", synthetic weights" if m.synthetic else "") + ")"
+    for field in ("ttft_ms", "tpot_ms", "decode_tokens_per_s", "throughput_tokens_per_s"):
+        val = getattr(m, field)
+        if val is not None:
+            upd[field] = val
+            prov[field] = "measured"
+    if m.peak_vram_bytes:
+        upd["total_vram_bytes"] = m.peak_vram_bytes
+        prov["total_vram_bytes"] = "measured"
+    if "ttft_ms" in upd and "tpot_ms" in upd:
+        upd["e2e_ms"] = upd["ttft_ms"] + (est.output_tokens - 1) * upd["tpot_ms"]
+        prov["e2e_ms"] = "measured"
+    basis["measured"] = tag
+    return est.model_copy(update={**upd, "provenance": prov, "basis": basis})

@@ -1,0 +1,199 @@
+"""Candidates (model x quant x engine x batch x context) -> estimates -> hard constraints -> score -> ranking."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field
+
+from . import constants as C
+from .catalog.store import Catalog
+from .estimate import Estimate, estimate, overlay_measurement
+from .quality import QualityIndex
+from .score import score_rows
+from .types import HardwareProfile, Measurement, Metric, ModelSpec, Strict, Workload
+
+LatencyMetric = Literal["ttft", "tpot", "e2e"]
+_LATENCY_FIELD = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}
+
+
+class Query(Strict):
+    vram_bytes: int
+    max_latency_ms: Optional[float] = None
+    latency_metric: LatencyMetric = "ttft"
+    workload: Workload
+    hardware: HardwareProfile
+    weights: dict[str, float]
+    normalization: Literal["minmax", "zscore"] = "minmax"
+    missing: Literal["worst", "mean"] = "worst"
+    models: list[str] = Field(default_factory=list)  # restrict to these catalog ids
+    engines: list[str] = Field(default_factory=list)
+    quants: list[str] = Field(default_factory=list)
+    per_model: int = 1  # best candidates kept per model (de-duplication)
+    top: int = 10
+
+
+class Candidate(Estimate):
+    rank: Optional[int] = None
+    params_total: int
+    params_active: int
+    zh_accuracy: Optional[float]
+    en_accuracy: Optional[float]
+    ppl_ratio: Optional[float]
+    quality: dict[str, Metric]
+    latency_ms: Optional[float]  # the constrained latency metric
+    score: Optional[float] = None  # weighted normalized cost, lower is better
+    score_parts: dict[str, float] = Field(default_factory=dict)
+    excluded: list[str] = Field(default_factory=list)
+
+
+class Recommendation(Strict):
+    query: Query
+    candidates: list[Candidate]
+    excluded: list[Candidate]  # strongest excluded candidates, with reasons
+    counts: dict[str, int]
+    notes: list[str] = Field(default_factory=list)
+
+
+def _cc(hw: HardwareProfile) -> Optional[tuple[int, int]]:
+    if not hw.compute_capability:
+        return None
+    major, _, minor = hw.compute_capability.partition(".")
+    return int(major), int(minor or 0)
+
+
+def engine_supported(engine: str, family: str, quant: str, hw: HardwareProfile) -> Optional[str]:
+    """None when the engine can run this quantization on this hardware, else the reason it cannot."""
+    if hw.backend == "metal" and engine != "llama.cpp":
+        return f"{engine} has no Apple Metal backend"
+    if hw.backend == "cpu":
+        return "CPU-only planning is not supported"
+    cc = _cc(hw)
+    keys = [(engine, "*"), (engine, family), ("*", quant.lower())]
+    for key in keys:
+        rule = C.MIN_COMPUTE_CAPABILITY.get(key)
+        if rule and cc is not None and hw.backend == "cuda" and cc < rule[0]:
+            return f"{quant} on {engine} needs compute capability >= {rule[0][0]}.{rule[0][1]} ({rule[1]})"
+    return None
+
+
+def _measured_index(measurements: list[Measurement]) -> dict[tuple, Measurement]:
+    idx = {}
+    for m in measurements:
+        if m.status == "ok":
+            idx[(m.hardware_name.lower(), m.model_id, m.quant, m.engine, m.batch, m.context_tokens)] = m
+    return idx
+
+
+def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
+    from .quant import QUANTS  # noqa: PLC0415
+
+    models = catalog.models()
+    variants = catalog.variants()
+    quality = QualityIndex(catalog)
+    measured = _measured_index(catalog.measurements(status="ok"))
+    hw = q.hardware
+    wl = q.workload
+    wanted = set(q.models)
+    out: list[Candidate] = []
+    for (mid, quant), variant in variants.items():
+        if wanted and mid not in wanted:
+            continue
+        if q.quants and quant not in q.quants:
+            continue
+        spec: ModelSpec = models[mid]
+        qs = QUANTS.get(quant)
+        if qs is None:
+            continue
+        zh, en, ppl = quality.zh(mid), quality.en(mid), quality.ppl_ratio(quant)
+        for engine in qs.engines:
+            if q.engines and engine not in q.engines:
+                continue
+            unsupported = engine_supported(engine, qs.family, quant, hw)
+            for ctx in wl.contexts:
+                for batch in wl.batches:
+                    prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
+                    est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
+                                   output_tokens=wl.output_tokens, weights_bytes=variant.weights_bytes,
+                                   weights_provenance=variant.weights_bytes_provenance)
+                    m = measured.get((hw.name.lower(), mid, quant, engine, batch, ctx))
+                    if m is not None:
+                        est = overlay_measurement(est, m)
+                    lat = getattr(est, _LATENCY_FIELD[q.latency_metric])
+                    reasons = []
+                    if unsupported:
+                        reasons.append(unsupported)
+                    if ctx > spec.max_position_embeddings:
+                        reasons.append(f"context {ctx} exceeds the model's maximum of {spec.max_position_embeddings}")
+                    if est.total_vram_bytes > q.vram_bytes:
+                        reasons.append(f"needs {est.total_vram_bytes / 1024**3:.1f} GiB of GPU memory, budget is "
+                                       f"{q.vram_bytes / 1024**3:.1f} GiB")
+                    if q.max_latency_ms is not None:
+                        if lat is None:
+                            reasons.append(f"{q.latency_metric.upper()} unknown ({'; '.join(est.notes) or 'no data'}), "
+                                           f"so the latency limit cannot be checked")
+                        elif lat > q.max_latency_ms:
+                            reasons.append(f"{q.latency_metric.upper()} {lat:.0f} ms exceeds the limit of "
+                                           f"{q.max_latency_ms:.0f} ms")
+                    out.append(Candidate(
+                        **est.model_dump(), params_total=spec.params_total, params_active=spec.params_active,
+                        zh_accuracy=zh.value, en_accuracy=en.value, ppl_ratio=ppl.value,
+                        quality={"zh": zh, "en": en, "ppl": ppl}, latency_ms=lat, excluded=reasons))
+    return out
+
+
+def _costs(c: Candidate) -> dict[str, Optional[float]]:
+    return {
+        "latency": c.latency_ms,
+        "vram": float(c.total_vram_bytes),
+        "ppl": c.ppl_ratio,
+        "zh": None if c.zh_accuracy is None else 100.0 - c.zh_accuracy,
+        "en": None if c.en_accuracy is None else 100.0 - c.en_accuracy,
+    }
+
+
+def _apply_scores(cands: list[Candidate], q: Query) -> None:
+    scored = score_rows([_costs(c) for c in cands], q.weights, q.normalization, q.missing)
+    for c, (s, parts) in zip(cands, scored):
+        c.score = round(s, 6)
+        c.score_parts = {k: round(v, 6) for k, v in parts.items()}
+
+
+def _dedupe(cands: list[Candidate], per_model: int) -> list[Candidate]:
+    seen: dict[str, int] = {}
+    out = []
+    for c in cands:
+        n = seen.get(c.model, 0)
+        if per_model <= 0 or n < per_model:
+            out.append(c)
+            seen[c.model] = n + 1
+    return out
+
+
+def _order(c: Candidate) -> tuple:
+    return (c.score, c.latency_ms if c.latency_ms is not None else float("inf"), c.model, c.quant, c.engine)
+
+
+def recommend(catalog: Catalog, q: Query) -> Recommendation:
+    cands = enumerate_candidates(catalog, q)
+    feasible = [c for c in cands if not c.excluded]
+    infeasible = [c for c in cands if c.excluded]
+    _apply_scores(feasible, q)
+    feasible.sort(key=_order)
+    ranked = _dedupe(feasible, q.per_model)[: q.top]
+    for i, c in enumerate(ranked, 1):
+        c.rank = i
+    # The strongest excluded candidates: score everything together (as if there were no limits) and keep the
+    # best-scoring excluded ones, one per model, so --explain shows what the limits cost.
+    strongest: list[Candidate] = []
+    if infeasible:
+        everyone = [c.model_copy() for c in cands]
+        _apply_scores(everyone, q)
+        strongest = _dedupe(sorted((c for c in everyone if c.excluded), key=_order), 1)[:5]
+    notes = []
+    if not ranked:
+        notes.append("no candidate satisfies the constraints")
+    return Recommendation(query=q, candidates=ranked, excluded=strongest,
+                          counts={"candidates": len(cands), "feasible": len(feasible), "excluded": len(infeasible),
+                                  "models": len({c.model for c in cands})},
+                          notes=notes)

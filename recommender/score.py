@@ -1,0 +1,87 @@
+"""Weighted score over normalized costs (lower is better). See docs/scoring.md.
+
+score = sum_i w_i * norm_i(cost_i), with sum_i w_i = 1 and costs:
+  latency: the constrained latency metric (TTFT by default), ms
+  vram:    total_vram_bytes
+  ppl:     perplexity ratio of the quantized weights to 16-bit weights (>= 1)
+  zh:      100 - Chinese-task accuracy (%)
+  en:      100 - MMLU accuracy (%)                       (weight 0 unless asked for)
+Normalization over the candidates being ranked:
+  minmax (default): (x - min) / (max - min), in [0, 1]; 0 for every candidate when max == min.
+  zscore:           (x - mean) / std; 0 when std == 0.
+Missing values (rule ``worst``, default): a candidate with no value for a criterion gets the worst normalized value
+seen for that criterion (1 under min-max) - lacking data never helps a candidate. Rule ``mean`` gives the average.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Optional
+
+from .errors import UserError
+
+CRITERIA = ("latency", "vram", "ppl", "zh", "en")
+DEFAULT_WEIGHTS = {"latency": 0.30, "vram": 0.25, "ppl": 0.20, "zh": 0.25, "en": 0.0}
+NORMALIZATIONS = ("minmax", "zscore")
+MISSING_RULES = ("worst", "mean")
+
+
+def parse_weights(text: Optional[str]) -> dict[str, float]:
+    """'latency=0.3,vram=0.25,ppl=0.2,zh=0.25' -> weights summing to 1. Criteria not named keep their default
+    weight; the result is renormalized to sum to 1."""
+    weights = dict(DEFAULT_WEIGHTS)
+    if text:
+        for part in [p for p in re.split(r"[,\s]+", text.strip()) if p]:
+            if "=" not in part:
+                raise UserError(f"cannot read weight {part!r}", hint="use name=value pairs, e.g. latency=0.5,zh=0.5")
+            key, _, val = part.partition("=")
+            key = key.strip().lower()
+            if key not in CRITERIA:
+                raise UserError(f"unknown weight {key!r}", hint=f"criteria are: {', '.join(CRITERIA)}")
+            try:
+                w = float(val)
+            except ValueError:
+                raise UserError(f"weight {key}={val!r} is not a number", hint="e.g. latency=0.3") from None
+            if w < 0 or math.isnan(w) or math.isinf(w):
+                raise UserError(f"weight {key}={val} must be a finite number >= 0", hint="e.g. latency=0.3")
+            weights[key] = w
+    total = sum(weights.values())
+    if total <= 0:
+        raise UserError("all weights are zero", hint="give at least one positive weight, e.g. latency=1")
+    return {k: v / total for k, v in weights.items()}
+
+
+def normalize(values: list[Optional[float]], method: str = "minmax", missing: str = "worst") -> list[float]:
+    known = [v for v in values if v is not None]
+    if not known:
+        return [0.0 for _ in values]
+    if method == "minmax":
+        lo, hi = min(known), max(known)
+        span = hi - lo
+        norm = [None if v is None else ((v - lo) / span if span > 0 else 0.0) for v in values]
+    elif method == "zscore":
+        mean = sum(known) / len(known)
+        std = math.sqrt(sum((v - mean) ** 2 for v in known) / len(known))
+        norm = [None if v is None else ((v - mean) / std if std > 0 else 0.0) for v in values]
+    else:
+        raise UserError(f"unknown normalization {method!r}", hint=f"use one of {', '.join(NORMALIZATIONS)}")
+    filled = [n for n in norm if n is not None]
+    if missing == "worst":
+        fill = max(filled) if method == "zscore" else 1.0
+    elif missing == "mean":
+        fill = sum(filled) / len(filled)
+    else:
+        raise UserError(f"unknown missing-value rule {missing!r}", hint=f"use one of {', '.join(MISSING_RULES)}")
+    return [fill if n is None else n for n in norm]
+
+
+def score_rows(costs: list[dict[str, Optional[float]]], weights: dict[str, float], method: str = "minmax",
+               missing: str = "worst") -> list[tuple[float, dict[str, float]]]:
+    """Score each row of raw costs; returns (score, normalized parts) per row, in input order."""
+    columns = {c: normalize([row.get(c) for row in costs], method, missing) for c in CRITERIA if weights.get(c)}
+    out = []
+    for i in range(len(costs)):
+        parts = {c: columns[c][i] for c in columns}
+        out.append((sum(weights[c] * parts[c] for c in parts), parts))
+    return out
