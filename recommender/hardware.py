@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import UserError
 from .fuzzy import resolve
@@ -432,9 +432,10 @@ def parse_profile(data: Any, path: Path) -> HardwareProfile:
         rec["sources"][field] = sources[k].strip()
     try:
         return HardwareProfile.model_validate(rec)
-    except Exception as exc:  # pydantic ValidationError: bad backend/reliability value...
-        first = str(exc).splitlines()
-        raise _bad(path, "", f"invalid profile: {' '.join(first[1:3]) if len(first) > 2 else exc}")
+    except ValidationError as exc:  # bad backend/reliability value, non-text notes...
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err.get("loc", ()))
+        raise _bad(path, field, err.get("msg", "invalid value"))
 
 
 def _closest(key: str, choices) -> Optional[str]:
