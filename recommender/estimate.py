@@ -16,7 +16,7 @@ from typing import Optional
 from pydantic import Field
 
 from . import constants as C
-from .types import HardwareProfile, Measurement, ModelSpec, Provenance, Strict
+from .types import HardwareProfile, Measurement, ModelSpec, Provenance, Strict, Variant
 
 
 class Estimate(Strict):
@@ -181,18 +181,21 @@ def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int
 
 def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
              batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
-             kv_dtype: Optional[str] = None, weights_bytes: Optional[int] = None,
-             weights_provenance: Provenance = "estimated") -> Estimate:
-    """Estimate memory and latency of one candidate configuration on one GPU."""
+             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None) -> Estimate:
+    """Estimate memory and latency of one candidate configuration on one GPU.
+
+    ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
+    tensor by tensor."""
     kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
     if prompt_tokens is None:
         prompt_tokens = max(context_tokens - output_tokens, 1)
     family = _family(quant)
     fam_key = "gguf" if family == "gguf" else family
-    total_b, embd_b, expert_b = variant_bytes(spec, quant)
-    wbytes = weights_bytes if weights_bytes is not None else total_b
-    scale = wbytes / total_b if total_b else 1.0  # a measured file size scales the per-tensor split
-    embd_b, expert_b = int(embd_b * scale), int(expert_b * scale)
+    if variant is not None:
+        wbytes, embd_b, expert_b = variant.weights_bytes, variant.embedding_bytes, variant.expert_bytes
+        weights_provenance = variant.weights_bytes_provenance
+    else:
+        (wbytes, embd_b, expert_b), weights_provenance = variant_bytes(spec, quant), "estimated"
     notes: list[str] = []
     basis: dict[str, str] = {"formula": C.ESTIMATE_FORMULA_VERSION}
 

@@ -114,8 +114,7 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
                 for batch in wl.batches:
                     prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
                     est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
-                                   output_tokens=wl.output_tokens, weights_bytes=variant.weights_bytes,
-                                   weights_provenance=variant.weights_bytes_provenance)
+                                   output_tokens=wl.output_tokens, variant=variant)
                     m = measured.get((hw.name.lower(), mid, quant, engine, batch, ctx))
                     if m is not None:
                         est = overlay_measurement(est, m)

@@ -102,6 +102,8 @@ class Variant(Strict):
     model_id: str
     quant: str
     weights_bytes: int
+    embedding_bytes: int = 0  # token-embedding table (llama.cpp keeps it in host RAM)
+    expert_bytes: int = 0  # routed-expert tensors of a MoE model (only the touched ones are read per token)
     weights_bytes_provenance: Provenance = "estimated"
     basis: str = ""  # formula version / per-tensor rule / file measured
     bits_per_weight: float = 0.0

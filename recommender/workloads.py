@@ -21,7 +21,7 @@ def load_workloads(directory: Optional[Path] = None) -> dict[str, Workload]:
     out = {}
     for p in sorted(directory.glob("*.yaml")):
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+            data = yaml.load(p.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             wl = Workload.model_validate(data)
         except (yaml.YAMLError, ValidationError, TypeError) as e:
             first = str(e).splitlines()

@@ -44,12 +44,13 @@ def sources_digest(sources: Path) -> str:
 
 def catalog_variants(spec: ModelSpec) -> list[Variant]:
     """Every catalog quantization of one model, sized tensor by tensor (see recommender.quant)."""
-    from ..quant import CATALOG_QUANTS, RULES_VERSION, weights_bytes  # noqa: PLC0415
+    from ..estimate import variant_bytes  # noqa: PLC0415
+    from ..quant import CATALOG_QUANTS, RULES_VERSION  # noqa: PLC0415
 
     out = []
     for q in CATALOG_QUANTS:
-        nbytes = weights_bytes(spec, q)
-        out.append(Variant(model_id=spec.id, quant=q, weights_bytes=nbytes,
+        nbytes, embd, experts = variant_bytes(spec, q)
+        out.append(Variant(model_id=spec.id, quant=q, weights_bytes=nbytes, embedding_bytes=embd, expert_bytes=experts,
                            bits_per_weight=round(8 * nbytes / spec.params_total, 4) if spec.params_total else 0.0,
                            weights_bytes_provenance="estimated",
                            basis=f"per-tensor size rules {RULES_VERSION} (recommender.quant)"))

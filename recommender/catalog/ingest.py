@@ -122,7 +122,10 @@ def from_gguf(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, li
         spec = spec.model_copy(update={"id": model_id})
     variants = catalog_variants(spec)
     quant = gguf_file_quant(info)
-    measured = Variant(model_id=spec.id, quant=quant, weights_bytes=info.tensor_data_bytes,
+    embd = sum(t.n_bytes for t in info.tensors if t.name == "token_embd.weight")
+    experts = sum(t.n_bytes for t in info.tensors if "_exps." in t.name)
+    measured = Variant(model_id=spec.id, quant=quant, weights_bytes=info.tensor_data_bytes, embedding_bytes=embd,
+                       expert_bytes=experts,
                        bits_per_weight=round(8 * info.tensor_data_bytes / spec.params_total, 4)
                        if spec.params_total else 0.0,
                        weights_bytes_provenance="measured", basis=f"tensor sizes in the GGUF header of {path.name}")

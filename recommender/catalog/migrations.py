@@ -25,6 +25,8 @@ CREATE TABLE variants (
     model_id VARCHAR NOT NULL,
     quant VARCHAR NOT NULL,
     weights_bytes BIGINT NOT NULL,
+    embedding_bytes BIGINT NOT NULL,     -- token-embedding table, part of weights_bytes
+    expert_bytes BIGINT NOT NULL,        -- routed-expert tensors (MoE), part of weights_bytes
     bits_per_weight DOUBLE NOT NULL,
     provenance VARCHAR NOT NULL,        -- 'estimated' (per-tensor rule) | 'measured' (file on disk)
     basis VARCHAR NOT NULL,

@@ -152,12 +152,13 @@ class Catalog:
     def variants(self) -> dict[tuple[str, str], Variant]:
         if self._variants is None:
             out: dict[tuple[str, str], Variant] = {}
-            for row in self._rows("model_id, quant, weights_bytes, bits_per_weight, provenance, basis",
-                                  "variants", "ORDER BY model_id, quant"):
+            for row in self._rows("model_id, quant, weights_bytes, embedding_bytes, expert_bytes, bits_per_weight, "
+                                  "provenance, basis", "variants", "ORDER BY model_id, quant"):
                 key = (row[0], row[1])
                 if key not in out:
-                    out[key] = Variant(model_id=row[0], quant=row[1], weights_bytes=row[2], bits_per_weight=row[3],
-                                       weights_bytes_provenance=row[4], basis=row[5])
+                    out[key] = Variant(model_id=row[0], quant=row[1], weights_bytes=row[2], embedding_bytes=row[3],
+                                       expert_bytes=row[4], bits_per_weight=row[5], weights_bytes_provenance=row[6],
+                                       basis=row[7])
             self._variants = out
         return self._variants
 
@@ -173,15 +174,14 @@ class Catalog:
 
     def scores_for(self, model_id: str) -> list[ScoreRow]:
         """Published scores of this checkpoint ('same') or of a base/instruct sibling of it ('sibling')."""
-        key = sibling_key(model_id)
+        if not hasattr(self, "_scores_by_key"):
+            by_key: dict[str, list[tuple]] = {}
+            for row in self.all_scores():
+                by_key.setdefault(sibling_key(row[0]), []).append(row)
+            self._scores_by_key = by_key
         out = []
-        for sm, bench, shots, score, url, note, flags in self.all_scores():
-            if sm.lower() == model_id.lower():
-                rel = "same"
-            elif sibling_key(sm) == key:
-                rel = "sibling"
-            else:
-                continue
+        for sm, bench, shots, score, url, note, flags in self._scores_by_key.get(sibling_key(model_id), []):
+            rel = "same" if sm.lower() == model_id.lower() else "sibling"
             out.append(ScoreRow(sm, bench, shots or None, score, url, note,
                                 tuple(f for f in flags.split(",") if f), rel))
         return out
@@ -284,9 +284,9 @@ class CatalogWriter:
              spec.max_position_embeddings, spec.source, spec.source_kind, spec.license, spec.notes, self.origin,
              _now(), spec.model_dump_json()])
         for v in variants:
-            self.con.execute("INSERT INTO variants VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             [v.model_id, v.quant, v.weights_bytes, v.bits_per_weight, v.weights_bytes_provenance,
-                              v.basis, (file_paths or {}).get(v.quant)])
+            self.con.execute("INSERT INTO variants VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             [v.model_id, v.quant, v.weights_bytes, v.embedding_bytes, v.expert_bytes,
+                              v.bits_per_weight, v.weights_bytes_provenance, v.basis, (file_paths or {}).get(v.quant)])
 
     def put_model(self, spec: ModelSpec, variants: list[Variant], file_paths: dict[str, str] | None = None) -> None:
         with self.transaction():

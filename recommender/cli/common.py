@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any, Optional
 
@@ -15,10 +14,14 @@ PROV_MARK = {"measured": "ᵐ", "calibrated": "ᶜ", "published": "ᵖ", "estima
 LEGEND = "ᵐ measured · ᶜ calibrated · ᵖ published · ᵉ estimated · ? unknown"
 
 
+# Width used when stdout is not a terminal (a pipe or a file): wide enough that tables never squeeze columns.
+PIPE_WIDTH = 200
+
+
 def stdout_console():
     from rich.console import Console  # noqa: PLC0415
 
-    return Console(soft_wrap=False)
+    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
 
 
 def stderr_console():
@@ -38,7 +41,7 @@ def info(msg: str) -> None:
 
 
 def mark(value: str, provenance: str) -> str:
-    return f"{value}{PROV_MARK.get(provenance, '?')}"
+    return value if value == "?" else f"{value}{PROV_MARK.get(provenance, '?')}"
 
 
 class State:
@@ -97,6 +100,3 @@ def planning_hardware(gpu: Optional[str], vram_bytes: Optional[int]):
 # A GPU-less machine plans for this reference card (the most common 24 GB card in the llama.cpp CUDA scoreboard).
 DEFAULT_PLANNING_GPU = "RTX 4090"
 
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in {"1", "true", "yes"}

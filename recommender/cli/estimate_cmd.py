@@ -48,9 +48,7 @@ def estimate_command(
         info(n)
     variant = catalog.variants().get((spec.id, q))
     est = estimate(spec, q, eng, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
-                   output_tokens=output_tokens, kv_dtype=kv_dtype,
-                   weights_bytes=variant.weights_bytes if variant else None,
-                   weights_provenance=variant.weights_bytes_provenance if variant else "estimated")
+                   output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant)
     for m in catalog.measurements(model_id=spec.id, status="ok"):
         if (m.hardware_name.lower(), m.quant, m.engine, m.batch, m.context_tokens) == \
                 (hw.name.lower(), q, eng, batch, ctx):

