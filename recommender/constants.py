@@ -49,12 +49,14 @@ TORCH_ACTIVATION_COPIES = Const(3, "tensors of n_tokens x intermediate", "gate, 
 
 # --- Decode (per generated token) -----------------------------------------------------------------------------
 # time/token = bytes read / (bandwidth x efficiency) + per-token overhead (kernel launches, sampling, host work).
+_FIT = ("fitted by bench/fit_llamacpp.py on the llama.cpp CUDA scoreboard (ggml-org/llama.cpp discussion #15013, "
+        "Llama-2-7B Q4_0, no flash attention; RTX 3060 12GB, 3090, 4080, 5090, RTX 6000 Ada; sources/published_perf)")
+_PR4766 = ("fitted by bench/fit_llamacpp.py on ggml-org/llama.cpp PR #4766 (RTX 4090, 7B F16: tg128 61.03 t/s, "
+           "pp512 11048 t/s) with the scoreboard's per-token overhead")
 DECODE_BW_EFFICIENCY: dict[str, dict[str, Const]] = {
     "llama.cpp": {
-        "float": Const(0.61, "fraction of bandwidth", "shared/device/README.md: H200, llama-cpp-python 0.3.36, "
-                                                      "Qwen2.5-7B F16 decode = 61 % of the bandwidth limit"),
-        "gguf": Const(0.22, "fraction of bandwidth", "shared/device/README.md: H200, llama-cpp-python 0.3.36, "
-                                                     "Qwen2.5-7B Q4_K_M decode = 22 % of the bandwidth limit"),
+        "float": Const(0.873, "fraction of bandwidth", _PR4766),
+        "gguf": Const(0.897, "fraction of bandwidth", _FIT),
     },
     "vllm": {
         "float": Const(0.75, "fraction of bandwidth", "assumption: CUDA-graph decode; to be fitted by calibration"),
@@ -70,7 +72,7 @@ DECODE_BW_EFFICIENCY: dict[str, dict[str, Const]] = {
     },
 }
 DECODE_OVERHEAD_MS: dict[str, Const] = {
-    "llama.cpp": Const(0.0, "ms/token", "absorbed in the efficiency terms above (fitted as one term)"),
+    "llama.cpp": Const(1.217, "ms/token", _FIT),
     "vllm": Const(1.0, "ms/token", "assumption: scheduler + sampling step; to be fitted by calibration"),
     "transformers": Const(70.0, "ms/token", "shared/notes/engines.md: eager generate on the H200 is host-bound, "
                                             "TPOT 60-80 ms per step for 0.5B-8B models at batch 1"),
@@ -79,17 +81,20 @@ DECODE_OVERHEAD_MS: dict[str, Const] = {
 # --- Prefill ----------------------------------------------------------------------------------------------------
 # time = FLOPs / (peak dense FP16 FLOP/s x MFU) + weights read once / bandwidth + fixed overhead
 PREFILL_MFU: dict[str, dict[str, Const]] = {
+    # Against the dense FP16 (FP32-accumulate) peak; llama.cpp's quantized prompt kernels use int8 tensor cores, so
+    # the fraction can approach 1 on consumer cards. On H100/H200 the scoreboard shows far lower fractions (~0.13):
+    # llama.cpp does not use Hopper's wgmma instructions. Measured rows and calibration correct this per GPU.
     "llama.cpp": {
-        "float": Const(0.25, "fraction of FP16 peak", "shared/device/README.md: H200, Qwen2.5-7B F16, prefill of "
-                                                      "512 tokens in 29 ms = 2 x 7.07e9 x 512 FLOP / 989 TFLOP/s / 0.029 s"),
-        "gguf": Const(0.12, "fraction of FP16 peak", "shared/device/README.md: H200, Qwen2.5-7B Q4_K_M, prefill of "
-                                                     "512 tokens in 59 ms"),
+        "float": Const(0.875, "fraction of FP16 peak", _PR4766),
+        "gguf-int8": Const(0.229, "fraction of INT8 peak", _FIT + "; median of the fit GPUs with a sourced INT8 peak"),
+        "gguf": Const(0.916, "fraction of FP16 peak", _FIT + "; median of the fit GPUs with a sourced FP16 peak "
+                                                             "(used when a profile has no INT8 figure)"),
     },
     "vllm": {"*": Const(0.4, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
     "transformers": {"*": Const(0.3, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
 }
 PREFILL_OVERHEAD_MS: dict[str, Const] = {
-    "llama.cpp": Const(0.0, "ms", "absorbed in the MFU terms above"),
+    "llama.cpp": Const(0.0, "ms", "none beyond the MFU term (llama-bench pp512 times the prompt alone)"),
     "vllm": Const(5.0, "ms", "assumption: scheduling + one engine step; to be fitted by calibration"),
     "transformers": Const(70.0, "ms", "shared/notes/engines.md: one eager step costs 60-80 ms of host time"),
 }

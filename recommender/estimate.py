@@ -43,7 +43,9 @@ class Estimate(Strict):
     e2e_ms: Optional[float]
     decode_tokens_per_s: Optional[float]  # per sequence
     throughput_tokens_per_s: Optional[float]  # batch x per-sequence decode rate
-    bandwidth_utilization: Optional[float] = None  # bytes/token x tok/s / bandwidth (decode)
+    decode_bytes_per_step: int  # bytes read from GPU memory per decode step (weights touched + KV of every sequence)
+    prefill_flops: float  # FLOPs of the prefill of prompt_tokens x batch
+    bandwidth_utilization: Optional[float] = None  # decode_bytes_per_step x steps/s / bandwidth
     provenance: dict[str, Provenance]
     basis: dict[str, str]
     notes: list[str] = Field(default_factory=list)
@@ -223,9 +225,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
     # --- latency ----------------------------------------------------------------------------------------
     bw = hw.memory_bandwidth_bytes_per_s
-    peak = hw.fp16_flops_per_s
+    peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"
+    mfu_key = fam_key
+    if engine == "llama.cpp" and family == "gguf" and hw.int8_ops_per_s:
+        # llama.cpp multiplies quantized weights with int8 tensor-core kernels (MMQ) during prompt processing
+        peak, peak_name, mfu_key = hw.int8_ops_per_s, "INT8 peak", "gguf-int8"
     eff_c = _const(C.DECODE_BW_EFFICIENCY[engine], fam_key if fam_key in C.DECODE_BW_EFFICIENCY[engine] else "float")
-    mfu_c = _const(C.PREFILL_MFU[engine], fam_key if fam_key in C.PREFILL_MFU[engine] else "*")
+    mfu_c = _const(C.PREFILL_MFU[engine], mfu_key if mfu_key in C.PREFILL_MFU[engine] else "*")
     ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
     ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value
     basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec} ms "
@@ -242,7 +248,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         step_weights = gpu_weights
     mean_ctx = min(prompt_tokens + output_tokens / 2, context_tokens)
     kv_read = kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0
-    step_bytes = step_weights + kv_read
+    step_bytes = int(step_weights + kv_read)
+    pre_flops = prefill_flops(spec, prompt_tokens, batch)
 
     ttft = tpot = e2e = dec_tps = thr = util = None
     if bw:
@@ -253,13 +260,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         thr = dec_tps * batch
         util = step_bytes * dec_tps / bw
         if peak:
-            pre_ms = prefill_flops(spec, prompt_tokens, batch) / (peak * mfu_c.value) * 1e3
+            pre_ms = pre_flops / (peak * mfu_c.value) * 1e3
             ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre
             e2e = ttft + (output_tokens - 1) * tpot
-            basis["prefill"] = (f"FLOPs/({hw.name} FP16 peak x MFU {mfu_c.value}) + {ovh_pre} ms "
+            basis["prefill"] = (f"FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}) + {ovh_pre} ms "
                                 f"[MFU: {mfu_c.source}]")
         else:
-            notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 FLOP/s figure")
+            notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 (or INT8) peak figure")
     else:
         notes.append(f"latency unknown: the {hw.name} profile has no sourced memory bandwidth")
 
@@ -279,7 +286,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         weights_gpu_bytes=gpu_weights, host_weights_bytes=host, kv_bytes_per_token=kv_pt, kv_cache_bytes=kv_total,
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, decode_tokens_per_s=dec_tps,
-        throughput_tokens_per_s=thr, bandwidth_utilization=util, provenance=prov, basis=basis, notes=notes)
+        throughput_tokens_per_s=thr, decode_bytes_per_step=step_bytes, prefill_flops=pre_flops,
+        bandwidth_utilization=util, provenance=prov, basis=basis, notes=notes)
 
 
 def overlay_measurement(est: Estimate, m: Measurement) -> Estimate:

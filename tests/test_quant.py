@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import csv
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -117,7 +116,7 @@ def test_qwen25_7b_f16_public_file(qwen7b):
 
 
 def _llama_bench_rows():
-    with (SOURCES_DIR / "published_perf.csv").open(newline="", encoding="utf-8") as f:
+    with (SOURCES_DIR / "published_perf" / "llama_cpp_bench.csv").open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     seen = {}
     for r in rows:
@@ -129,7 +128,7 @@ def _llama_bench_rows():
 def test_llama_bench_model_sizes(row):
     """llama-bench prints 'size' = sum of the model's tensor bytes in GiB (2 decimals) and 'params' in B (2 decimals).
     The rows are Llama-2-7B / LLaMA-7B (vocab 32000) and CodeLlama-7B (same architecture, vocab 32016)."""
-    c = json.loads((SOURCES_DIR / "published_perf_model_config.json").read_text(encoding="utf-8"))
+    c = json.loads((SOURCES_DIR / "published_perf" / "Llama-2-7b-hf.config.json").read_text(encoding="utf-8"))
     if "CodeLlama" in row["model"]:
         c["vocab_size"] = 32016
     s = spec_from_config(c, row["model"])
@@ -220,22 +219,6 @@ def test_moe_experts_in_breakdown():
 # ---------------------------------------------------------------------------------------------------------------
 # speed and file types
 # ---------------------------------------------------------------------------------------------------------------
-def test_whole_catalog_is_fast():
-    from recommender.arch import _param_counts, raw_inventory_of  # noqa: PLC0415
-    from recommender.quant import _breakdown, _gguf_types, _total  # noqa: PLC0415
-
-    specs = [spec_from_config(json.loads(p.read_text(encoding="utf-8")), p.stem)
-             for p in sorted(CONFIGS.glob("*.json"))]
-    assert len(specs) >= 38
-    for f in (_breakdown, _total, _gguf_types, raw_inventory_of, _param_counts):
-        f.cache_clear()
-    t0 = time.perf_counter()
-    for s in specs:
-        for q in CATALOG_QUANTS:
-            assert weights_bytes(s, q) > 0
-    assert time.perf_counter() - t0 < 1.0
-
-
 def test_gguf_file_quant_names(smollm):
     from recommender.arch import GgufFileInfo, GgufTensor  # noqa: PLC0415
 

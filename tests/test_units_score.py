@@ -4,7 +4,7 @@ import pytest
 
 from recommender.errors import UserError
 from recommender.score import DEFAULT_WEIGHTS, normalize, parse_weights, score_rows
-from recommender.units import GIB, MIB, parse_latency_ms, parse_memory, parse_tokens
+from recommender.units import GIB, parse_latency_ms, parse_memory, parse_tokens
 
 
 @pytest.mark.parametrize("text,expected", [
