@@ -1,0 +1,54 @@
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+class Run:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def user_catalog(tmp_path):
+    return tmp_path / "user" / "user.duckdb"
+
+
+@pytest.fixture
+def cli(user_catalog):
+    """Run `recommender` / `recommend` as a user would: a real process, with a private user overlay."""
+
+    def run(*args: str, prog: str = "recommender", env: dict | None = None) -> Run:
+        e = {**os.environ, "RECOMMENDER_USER_CATALOG": str(user_catalog), "COLUMNS": "100"}
+        e.pop("RECOMMENDER_CATALOG", None)
+        e.update(env or {})
+        proc = subprocess.run([str(BIN / prog), *args], capture_output=True, text=True, env=e, timeout=120)
+        return Run(proc)
+
+    return run
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def assert_user_error(r: Run) -> None:
+    """Bad input: exit 2, one error line and one hint line on stderr, no traceback, nothing on stdout."""
+    assert r.code == 2, (r.code, r.err)
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert "Traceback" not in r.err
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    hints = [ln for ln in lines if ln.startswith("hint:")]
+    assert len(errors) == 1 and len(hints) == 1, r.err
+    assert r.out == ""

@@ -1,0 +1,192 @@
+"""The shipped catalog, the user overlay, `catalog add|refresh|build`, and transactions."""
+
+import json
+import struct
+
+import pytest
+from conftest import assert_user_error, sha256
+from gguf_helpers import TINY, write_gguf
+
+from recommender.arch import spec_from_config
+from recommender.catalog.build import build_catalog, sources_digest
+from recommender.catalog.store import Catalog, CatalogWriter
+from recommender.paths import SHIPPED_CATALOG, SOURCES_DIR
+from recommender.types import Variant
+
+
+def _rows(path, sql):
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return sorted(con.execute(sql).fetchall(), key=repr)
+    finally:
+        con.close()
+
+
+def test_shipped_catalog_is_up_to_date_with_its_sources(tmp_path):
+    """Fails when sources/ or the size rules changed and `recommender catalog build` was not rerun."""
+    meta = dict(_rows(SHIPPED_CATALOG, "SELECT key, value FROM catalog_meta"))
+    assert meta["sources_sha256"] == sources_digest(SOURCES_DIR), "run `recommender catalog build` and commit"
+    fresh = tmp_path / "fresh.duckdb"
+    build_catalog(fresh, SOURCES_DIR)
+    for sql in ("SELECT id, spec_json, source, license FROM models",
+                "SELECT model_id, quant, weights_bytes, embedding_bytes, expert_bytes, basis FROM variants",
+                "SELECT * FROM published_scores", "SELECT * FROM measurements"):
+        assert _rows(fresh, sql) == _rows(SHIPPED_CATALOG, sql), sql
+
+
+def test_catalog_list_has_real_models_with_sources(cli):
+    r = cli("catalog", "list", "--json")
+    assert r.code == 0, r.err
+    models = r.json()
+    assert len(models) >= 35
+    for m in models:
+        assert m["source"] and m["params_total"] > 0 and m["origin"] == "shipped"
+        assert len(m["quants"]) >= 7
+    ids = {m["id"] for m in models}
+    assert {"Qwen/Qwen2.5-7B", "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B"} <= ids
+    moe = next(m for m in models if m["id"] == "Qwen/Qwen3-30B-A3B")
+    assert moe["params_active"] < moe["params_total"] / 5
+
+
+def test_show_accepts_short_names_and_suggests(cli):
+    r = cli("catalog", "show", "qwen2.5-7b", "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["model"]["id"] == "Qwen/Qwen2.5-7B"
+    q4 = next(v for v in data["variants"] if v["quant"] == "Q4_K_M")
+    assert q4["weights_bytes"] == pytest.approx(4_682_433_632, rel=0.03)  # the public GGUF file
+    r = cli("catalog", "show", "qwen2.5-7")
+    assert_user_error(r)  # ambiguous: 7B / 72B
+    assert cli("catalog", "show", "lama-3.1-8", "--json").json()["model"]["id"] == "meta-llama/Llama-3.1-8B"
+    r = cli("catalog", "show", "qwen2.5-8b")
+    assert_user_error(r)
+    assert "did you mean" in r.err and "Qwen/Qwen2.5-7B" in r.err
+
+
+def test_add_config_goes_to_the_overlay_only(cli, tmp_path, user_catalog):
+    before = sha256(SHIPPED_CATALOG)
+    folder = tmp_path / "tiny-llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY))
+    r = cli("catalog", "add", str(folder / "config.json"), "--id", "test/tiny-llama", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["added"] == "test/tiny-llama"
+    assert sha256(SHIPPED_CATALOG) == before  # the shipped file is never written
+    assert user_catalog.exists()
+    listed = {m["id"]: m for m in cli("catalog", "list", "--json").json()}
+    assert listed["test/tiny-llama"]["origin"] == "user"
+    assert listed["test/tiny-llama"]["params_total"] == spec_from_config(TINY, "x").params_total
+    assert len(listed) >= 39
+
+
+def test_add_gguf_reads_header_sizes(cli, tmp_path):
+    spec = spec_from_config(TINY, "test/tiny")
+    path = tmp_path / "tiny-q8.gguf"
+    write_gguf(path, spec, "Q8_0")
+    r = cli("catalog", "add", str(path), "--id", "test/tiny-gguf", "--json")
+    assert r.code == 0, r.err
+    shown = cli("catalog", "show", "test/tiny-gguf", "--json").json()
+    q8 = next(v for v in shown["variants"] if v["quant"] == "Q8_0")
+    from recommender.arch import read_gguf_header
+
+    assert q8["weights_bytes_provenance"] == "measured"
+    assert q8["weights_bytes"] == read_gguf_header(path).tensor_data_bytes
+    assert shown["model"]["num_layers"] == TINY["num_hidden_layers"]
+
+
+def _write_safetensors(path, tensors: dict[str, tuple[str, list[int]]]):
+    header, offset = {}, 0
+    sizes = {"BF16": 2, "F16": 2, "F32": 4}
+    for name, (dtype, shape) in tensors.items():
+        n = sizes[dtype]
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
+    return offset
+
+
+def test_add_hf_folder_measures_safetensors(cli, tmp_path):
+    folder = tmp_path / "models--acme--tiny" / "snapshots" / "abc123"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({**TINY, "torch_dtype": "bfloat16"}))
+    nbytes = _write_safetensors(folder / "model.safetensors", {"model.embed_tokens.weight": ("BF16", [32, 64]),
+                                                               "lm_head.weight": ("BF16", [32, 64])})
+    r = cli("catalog", "add", str(folder), "--json")
+    assert r.code == 0, r.err
+    assert r.json()["added"] == "acme/tiny"  # id from the HF cache layout
+    bf16 = next(v for v in cli("catalog", "show", "acme/tiny", "--json").json()["variants"] if v["quant"] == "BF16")
+    assert bf16["weights_bytes"] == nbytes and bf16["weights_bytes_provenance"] == "measured"
+
+
+@pytest.mark.parametrize("content", ['{"hidden_size": 64', '[1, 2, 3]', '{"model_type": "llama"}'])
+def test_malformed_config_changes_nothing(cli, tmp_path, user_catalog, content):
+    bad = tmp_path / "config.json"
+    bad.write_text(content)
+    assert_user_error(cli("catalog", "add", str(bad)))
+    assert not user_catalog.exists()
+
+
+def test_truncated_gguf_is_rejected(cli, tmp_path, user_catalog):
+    spec = spec_from_config(TINY, "test/tiny")
+    path = tmp_path / "tiny.gguf"
+    write_gguf(path, spec, "F16")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert_user_error(cli("catalog", "add", str(path)))
+    not_gguf = tmp_path / "fake.gguf"
+    not_gguf.write_bytes(b"not a gguf at all" * 10)
+    assert_user_error(cli("catalog", "add", str(not_gguf)))
+    assert not user_catalog.exists()
+
+
+def test_refresh_is_all_or_nothing(cli, tmp_path):
+    root = tmp_path / "models"
+    for name, content in (("good", json.dumps(TINY)), ("bad", "{not json")):
+        (root / name).mkdir(parents=True)
+        (root / name / "config.json").write_text(content)
+    assert_user_error(cli("catalog", "refresh", str(root)))
+    ids = {m["id"] for m in cli("catalog", "list", "--json").json()}
+    assert "local/good" not in ids
+    r = cli("catalog", "refresh", str(root), "--skip-bad", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["added_or_updated"] == ["local/good"] and len(r.json()["skipped"]) == 1
+    assert "local/good" in {m["id"] for m in cli("catalog", "list", "--json").json()}
+
+
+def test_user_rows_survive_a_rebuilt_shipped_catalog(cli, tmp_path):
+    base = tmp_path / "base.duckdb"
+    build_catalog(base, SOURCES_DIR)
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    env = {"RECOMMENDER_CATALOG": str(base)}
+    assert cli("catalog", "add", str(tmp_path / "config.json"), "--id", "test/keep", env=env).code == 0
+    r = cli("--catalog", str(base), "catalog", "build")  # an upgrade replaces the shipped file
+    assert r.code == 0, r.err
+    assert "test/keep" in {m["id"] for m in cli("catalog", "list", "--json", env=env).json()}
+
+
+def test_unreadable_catalog(cli, tmp_path):
+    junk = tmp_path / "junk.duckdb"
+    junk.write_bytes(b"\0garbage" * 100)
+    assert_user_error(cli("--catalog", str(junk), "catalog", "list"))
+    assert_user_error(cli("--catalog", str(tmp_path / "missing.duckdb"), "catalog", "list"))
+    r = cli("--vram", "24", prog="recommend", env={"RECOMMENDER_CATALOG": str(junk)})
+    assert_user_error(r)
+
+
+def test_failed_write_leaves_no_half_written_rows(tmp_path):
+    path = tmp_path / "u.duckdb"
+    spec = spec_from_config(TINY, "test/a")
+    good = (spec, [Variant(model_id="test/a", quant="F16", weights_bytes=1)], None)
+    dup = Variant(model_id="test/b", quant="F16", weights_bytes=1)
+    bad = (spec.model_copy(update={"id": "test/b"}), [dup, dup], None)  # duplicate primary key mid-way
+    with CatalogWriter(path, origin="user") as w:
+        with pytest.raises(Exception):
+            w.put_models([good, bad])
+    cat = Catalog(SHIPPED_CATALOG, path)
+    ids = set(cat.models())
+    assert "test/a" not in ids and "test/b" not in ids
+    cat.close()

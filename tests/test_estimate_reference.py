@@ -1,0 +1,130 @@
+"""Estimates compared with numbers an engine reported or a publisher printed — never the formula with itself."""
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from recommender.arch import spec_from_config
+from recommender.estimate import estimate, kv_bytes_per_token, kv_cache_bytes
+from recommender.hardware import find_profile, load_profiles
+from recommender.paths import SOURCES_DIR
+from recommender.reference import predict, reference_spec, scoreboard
+
+DATA = Path(__file__).parent / "data"
+
+
+def cfg_spec(model: str):
+    f = SOURCES_DIR / "configs" / (model.replace("/", "__") + ".json")
+    return spec_from_config(json.loads(f.read_text()), model)
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return load_profiles()
+
+
+def test_kv_per_token_anchors():
+    # fp16 KV per token, the figures every KV calculator for these models prints
+    assert kv_bytes_per_token(cfg_spec("meta-llama/Llama-3.1-8B")) == 131_072
+    assert kv_bytes_per_token(cfg_spec("Qwen/Qwen2.5-7B")) == 57_344
+
+
+def test_kv_sliding_window_layers_hold_only_the_window():
+    g = cfg_spec("google/gemma-2-9b-it")  # alternating 4096-token local layers and global layers
+    short, long = kv_cache_bytes(g, 4096, 1), kv_cache_bytes(g, 32768, 1)
+    per_token = kv_bytes_per_token(g)
+    assert short == 4096 * per_token  # within the window every layer stores every token
+    assert long < 32768 * per_token * 0.6  # half the layers stop growing at the window
+
+
+def test_mla_cache_is_compressed_except_in_transformers():
+    d = cfg_spec("deepseek-ai/DeepSeek-V2-Lite")
+    # vLLM / llama.cpp cache the latent (kv_lora_rank 512 + rope 64 = 576 values per layer and token)
+    assert kv_bytes_per_token(d, "vllm", "bf16") == 27 * 576 * 2
+    # transformers' DeepseekV2 cache holds full per-head K (nope 128 + rope 64) and V (128) for 16 heads
+    assert kv_bytes_per_token(d, "transformers", "bf16") == 27 * 16 * (128 + 64 + 128) * 2
+
+
+def test_kv_dtype_q8_0_is_smaller():
+    q = cfg_spec("Qwen/Qwen2.5-7B")
+    assert kv_bytes_per_token(q, "llama.cpp", "q8_0") == pytest.approx(57_344 * 34 / 64, abs=1)
+
+
+def test_h200_vram_matches_llama_cpp_reference(profiles):
+    """llama-cpp-python 0.3.36 on the H200, Qwen2.5-7B at n_ctx 4096: NVML used memory after load minus idle."""
+    ref = json.loads((DATA / "h200_llamacpp_reference.json").read_text())
+    spec = cfg_spec(ref["model"])
+    hw = find_profile(ref["gpu"], profiles)
+    for row in ref["rows"]:
+        e = estimate(spec, row["quant"], "llama.cpp", hw, context_tokens=row["n_ctx"], prompt_tokens=512,
+                     output_tokens=128)
+        measured = row["vram_after_load_minus_idle_mib"] * 2**20
+        assert e.total_vram_bytes == pytest.approx(measured, rel=0.05), row["quant"]
+
+
+def test_decode_speed_on_gpus_not_used_for_fitting(profiles):
+    """bench/fit_llamacpp.py fits the llama.cpp decode constants on every other GPU of the published scoreboard;
+    on the GPUs it held out, predicted tg128 stays within 10 % (median) and 15 % (worst) of what was published."""
+    spec = reference_spec()
+    rows = scoreboard(profiles)
+    gpus = sorted({hw.name for _, hw in rows})
+    held = set(gpus[1::2])
+    errs = [abs(predict(spec, r, hw) - r.tokens_per_s) / r.tokens_per_s
+            for r, hw in rows if hw.name in held and r.test == "tg128"]
+    assert len(errs) >= 4
+    assert statistics.median(errs) < 0.10
+    assert max(errs) < 0.15
+
+
+def test_prefill_on_rtx_4090_published(profiles):
+    """The RTX 4090 is a held-out GPU: pp512 of Llama-2-7B Q4_0 within 15 % of the published 11,992.70 t/s."""
+    spec = reference_spec()
+    for r, hw in scoreboard(profiles):
+        if hw.name == "GeForce RTX 4090" and r.test == "pp512":
+            assert predict(spec, r, hw) == pytest.approx(r.tokens_per_s, rel=0.15)
+            break
+    else:
+        pytest.fail("no RTX 4090 pp512 row in sources/published_perf")
+
+
+def test_what_a_user_sees_moves_the_right_way(profiles):
+    spec = cfg_spec("Qwen/Qwen2.5-7B")
+    hw = find_profile("RTX 4090", profiles)
+    base = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=4096, prompt_tokens=1024)
+    longer = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=32768, prompt_tokens=30000)
+    batched = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=4096, batch=8, prompt_tokens=1024)
+    f16 = estimate(spec, "F16", "llama.cpp", hw, context_tokens=4096, prompt_tokens=1024)
+    assert longer.ttft_ms > 10 * base.ttft_ms and longer.kv_cache_bytes == 8 * base.kv_cache_bytes
+    assert batched.throughput_tokens_per_s > 4 * base.throughput_tokens_per_s  # decode is bandwidth-bound
+    assert batched.tpot_ms > base.tpot_ms
+    assert f16.decode_tokens_per_s < base.decode_tokens_per_s / 2  # 3.3x the bytes per token
+    assert base.host_weights_bytes > 0 and f16.total_vram_bytes > 15e9
+
+
+def test_moe_decode_reads_only_active_experts(profiles):
+    moe = cfg_spec("Qwen/Qwen3-30B-A3B")
+    dense = cfg_spec("Qwen/Qwen3-32B")
+    hw = find_profile("H100 SXM5", profiles)
+    em = estimate(moe, "Q4_K_M", "llama.cpp", hw, context_tokens=4096, prompt_tokens=512)
+    ed = estimate(dense, "Q4_K_M", "llama.cpp", hw, context_tokens=4096, prompt_tokens=512)
+    assert em.weights_bytes > 0.9 * ed.weights_bytes  # about as big in memory...
+    assert em.decode_bytes_per_step < 0.25 * ed.decode_bytes_per_step  # ...far fewer bytes per token
+
+
+def test_vllm_preallocation_is_explained(profiles):
+    spec = cfg_spec("Qwen/Qwen2.5-7B")
+    hw = find_profile("RTX 4090", profiles)
+    e = estimate(spec, "BF16", "vllm", hw, context_tokens=4096)
+    assert any("gpu_memory_utilization" in n for n in e.notes)
+    assert e.total_vram_bytes < 0.9 * hw.memory_bytes
+
+
+def test_unknown_peak_gives_unknown_ttft_not_zero(profiles):
+    spec = cfg_spec("Qwen/Qwen2.5-7B")
+    hw = find_profile("RTX 4080", profiles)  # no sourced FP16/INT8 figure in its profile
+    assert hw.fp16_flops_per_s is None
+    e = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=4096)
+    assert e.ttft_ms is None and e.provenance["ttft_ms"] == "unknown"
+    assert e.tpot_ms is not None and e.provenance["tpot_ms"] == "estimated"
