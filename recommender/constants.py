@@ -39,7 +39,8 @@ LLAMA_CPP_CTX_PAD = Const(256, "tokens", "llama.cpp pads n_ctx of the KV cache t
 F32_BYTES = 4
 # vLLM: fraction of GPU memory it reserves at start-up (weights + activations + KV cache fill it) and the token
 # budget its profiling run uses for activations.
-VLLM_GPU_MEMORY_UTILIZATION = Const(0.9, "fraction", "vLLM EngineArgs default gpu_memory_utilization=0.9")
+VLLM_GPU_MEMORY_UTILIZATION = Const(0.92, "fraction", "vLLM CacheConfig.gpu_memory_utilization default 0.92 "
+                                                      "(docs.vllm.ai stable, vllm/config/cache.py; 0.9 in v0.9-v0.10)")
 VLLM_MAX_NUM_BATCHED_TOKENS = Const(2048, "tokens", "vLLM V1 default max_num_batched_tokens for online serving "
                                                     "on GPUs below the H100 class (vllm/engine/arg_utils.py)")
 VLLM_CUDA_GRAPH_BYTES = Const(512 * MIB, "bytes", "assumption: vLLM logs 'Graph capturing finished ... took "
@@ -79,7 +80,8 @@ DECODE_OVERHEAD_MS: dict[str, Const] = {
 }
 
 # --- Prefill ----------------------------------------------------------------------------------------------------
-# time = FLOPs / (peak dense FP16 FLOP/s x MFU) + weights read once / bandwidth + fixed overhead
+# time = max(FLOPs / (peak x MFU), weight bytes / (bandwidth x decode efficiency)) + fixed overhead
+# (the peak is dense FP16; INT8 for llama.cpp's quantized GGUF prompt kernels where a profile has it)
 PREFILL_MFU: dict[str, dict[str, Const]] = {
     # Against the dense FP16 (FP32-accumulate) peak; llama.cpp's quantized prompt kernels use int8 tensor cores, so
     # the fraction can approach 1 on consumer cards. On H100/H200 the scoreboard shows far lower fractions (~0.13):

@@ -12,9 +12,3 @@ class UserError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
-
-
-class NothingFits(Exception):
-    """The question was valid but no candidate satisfies the constraints (exit code 1)."""
-
-    exit_code = 1

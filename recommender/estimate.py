@@ -127,28 +127,40 @@ def _dense_matmul_params(spec: ModelSpec, embd_params: int) -> int:
     return max(spec.params_active or spec.params_total, 1) - embd_params
 
 
+def _causal_pairs(p: int, window: Optional[int]) -> float:
+    """(query, key) pairs of causal attention over p tokens; with a sliding window each query sees at most w keys."""
+    if not window or p <= window:
+        return p * (p + 1) / 2
+    return window * (window + 1) / 2 + (p - window) * window
+
+
+def _heads_dim(spec: ModelSpec) -> int:
+    return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
+                                       else spec.head_dim)
+
+
 def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
-    """2 x params x tokens for the matmuls (Kaplan et al. 2020, C_forward ~ 2N per token) plus causal attention:
-    QK^T and AV each cost 2 x P x P/2 x d per head and layer -> 2 x P x P_eff x heads x head_dim x layers.
+    """2 x params x tokens for the matmuls (Kaplan et al. 2020, C_forward ~ 2N per token) plus attention:
+    QK^T and AV cost 2 FLOPs x head_dim for each (query, key) pair and head -> 4 x pairs x heads x head_dim per
+    layer, pairs counted causally (and within the window on sliding-window layers).
     The output projection runs for the last token only (llama.cpp and vLLM compute logits of the last position)."""
     embd = spec.vocab_size * spec.hidden_size
     out_proj = 0 if spec.tie_word_embeddings else embd
     matmul = _dense_matmul_params(spec, embd) - out_proj
-    heads_dim = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
-                                            else spec.head_dim)
     full = spec.num_layers - spec.num_swa_layers
-    p = prompt_tokens
-    p_swa = min(p, spec.sliding_window or p)
-    attn = 2.0 * p * heads_dim * (full * p + spec.num_swa_layers * p_swa)
-    return batch * (2.0 * matmul * p + attn + 2.0 * spec.vocab_size * spec.hidden_size)
+    pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
+                                                                                            spec.sliding_window)
+    attn = 4.0 * _heads_dim(spec) * pairs
+    return batch * (2.0 * matmul * prompt_tokens + attn + 2.0 * spec.vocab_size * spec.hidden_size)
 
 
 def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
+    """One decode step: 2 x active params plus attention over the cached context (the window on SWA layers)."""
     embd = spec.vocab_size * spec.hidden_size
     matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
-    heads_dim = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
-                                            else spec.head_dim)
-    return batch * (2.0 * matmul + 4.0 * heads_dim * spec.num_layers * context_tokens)
+    full = spec.num_layers - spec.num_swa_layers
+    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
+    return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -221,7 +233,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         reserve = int(hw.memory_bytes * C.VLLM_GPU_MEMORY_UTILIZATION.value)
         notes.append(f"vLLM reserves gpu_memory_utilization={C.VLLM_GPU_MEMORY_UTILIZATION.value} of the GPU "
                      f"({reserve / 1024**3:.1f} GiB) at start and fills the rest with KV cache; total_vram_bytes is "
-                     f"what this configuration needs. Set --kv-cache-memory / --gpu-memory-utilization to cap it.")
+                     f"what this configuration needs. Cap it with kv_cache_memory_bytes or gpu_memory_utilization.")
 
     # --- latency ----------------------------------------------------------------------------------------
     bw = hw.memory_bandwidth_bytes_per_s
@@ -291,13 +303,20 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
 
 def overlay_measurement(est: Estimate, m: Measurement) -> Estimate:
-    """Replace estimated figures by what a matching probe measured, and mark them measured."""
+    """Replace estimated figures by what a matching probe measured (same hardware, model, quant, engine, batch,
+    context and KV dtype), and mark them measured."""
     upd: dict = {}
     prov = dict(est.provenance)
     basis = dict(est.basis)
     tag = f"measurement {m.id} ({m.engine} {m.engine_version} on {m.hardware_name}, {m.measured_at[:10]}" + \
           (", synthetic weights" if m.synthetic else "") + ")"
-    for field in ("ttft_ms", "tpot_ms", "decode_tokens_per_s", "throughput_tokens_per_s"):
+    fields = ["tpot_ms", "decode_tokens_per_s", "throughput_tokens_per_s"]
+    if m.prompt_tokens == est.prompt_tokens:  # TTFT depends on the prompt length; decode and memory hardly do
+        fields.insert(0, "ttft_ms")
+    else:
+        basis["measured_ttft"] = (f"not used: measured with a {m.prompt_tokens}-token prompt, this estimate is for "
+                                  f"{est.prompt_tokens}")
+    for field in fields:
         val = getattr(m, field)
         if val is not None:
             upd[field] = val

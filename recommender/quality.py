@@ -1,7 +1,8 @@
 """Quality terms of the score: Chinese-task accuracy, English accuracy, and the perplexity cost of quantization.
 
-- ``zh``: C-Eval accuracy, else C-Eval (non-thinking), else CMMLU (percent). Published by the model's publisher for
-  this checkpoint first; a base/instruct sibling's score is used only when the checkpoint has none, and says so.
+- ``zh``: C-Eval accuracy, else C-Eval (non-thinking), else CMMLU (percent). A score of this checkpoint comes first
+  (the publisher's own before a THIRD-PARTY one, then 5-shot before unstated before 0-shot); a base/instruct sibling's
+  score is used only when the checkpoint has none on these benchmarks, and says so.
 - ``en``: MMLU (5-shot preferred), same rules. Not weighted by default (weight ``en`` = 0).
 - ``ppl``: relative perplexity of the quantized weights against the same model's 16-bit weights,
   ``ppl(quant) / ppl(f16)``. Absolute perplexities of different models are not comparable (different tokenizers), the

@@ -77,11 +77,19 @@ def engine_supported(engine: str, family: str, quant: str, hw: HardwareProfile) 
     return None
 
 
-def _measured_index(measurements: list[Measurement]) -> dict[tuple, Measurement]:
-    idx = {}
+def measured_index(measurements: list[Measurement], profiles: list[HardwareProfile]) -> dict[tuple, Measurement]:
+    """ok rows by (profile name, model, quant, engine, batch, context, KV dtype). Rows arrive overlay first, newest
+    first: the first row for a key wins. A row's hardware is named as NVML reported it; it is filed under the shipped
+    profile with that name (e.g. 'NVIDIA H200' -> 'H200 SXM') so planning with --gpu finds it too."""
+    from .hardware import match_profile  # noqa: PLC0415
+
+    idx: dict[tuple, Measurement] = {}
     for m in measurements:
-        if m.status == "ok":
-            idx[(m.hardware_name.lower(), m.model_id, m.quant, m.engine, m.batch, m.context_tokens)] = m
+        if m.status != "ok":
+            continue
+        prof = match_profile(m.hardware_name, profiles)
+        hw = (prof.name if prof else m.hardware_name).lower()
+        idx.setdefault((hw, m.model_id, m.quant, m.engine, m.batch, m.context_tokens, m.kv_dtype), m)
     return idx
 
 
@@ -91,7 +99,9 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
     models = catalog.models()
     variants = catalog.variants()
     quality = QualityIndex(catalog)
-    measured = _measured_index(catalog.measurements(status="ok"))
+    from .hardware import load_profiles  # noqa: PLC0415
+
+    measured = measured_index(catalog.measurements(status="ok"), load_profiles())
     hw = q.hardware
     wl = q.workload
     wanted = set(q.models)
@@ -115,7 +125,7 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
                     prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
                     est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
                                    output_tokens=wl.output_tokens, variant=variant)
-                    m = measured.get((hw.name.lower(), mid, quant, engine, batch, ctx))
+                    m = measured.get((hw.name.lower(), mid, quant, engine, batch, ctx, est.kv_dtype))
                     if m is not None:
                         est = overlay_measurement(est, m)
                     lat = getattr(est, _LATENCY_FIELD[q.latency_metric])
@@ -190,8 +200,14 @@ def recommend(catalog: Catalog, q: Query) -> Recommendation:
         _apply_scores(everyone, q)
         strongest = _dedupe(sorted((c for c in everyone if c.excluded), key=_order), 1)[:5]
     notes = []
+    for crit, w in q.weights.items():
+        if w and feasible and all(v is None for v in (_costs(c)[crit] for c in feasible)):
+            notes.append(f"no candidate has a value for '{crit}': its weight ({w:.2f}) did not affect the ranking")
     if not ranked:
         notes.append("no candidate satisfies the constraints")
+        if any("unknown" in r for c in infeasible for r in c.excluded):
+            notes.append("some candidates have an unknown latency on this GPU profile (no sourced peak FLOP/s): "
+                         "try --latency-metric tpot, or plan for a profile with that figure")
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           counts={"candidates": len(cands), "feasible": len(feasible), "excluded": len(infeasible),
                                   "models": len({c.model for c in cands})},

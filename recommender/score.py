@@ -9,8 +9,10 @@ score = sum_i w_i * norm_i(cost_i), with sum_i w_i = 1 and costs:
 Normalization over the candidates being ranked:
   minmax (default): (x - min) / (max - min), in [0, 1]; 0 for every candidate when max == min.
   zscore:           (x - mean) / std; 0 when std == 0.
-Missing values (rule ``worst``, default): a candidate with no value for a criterion gets the worst normalized value
-seen for that criterion (1 under min-max) - lacking data never helps a candidate. Rule ``mean`` gives the average.
+Missing values (rule ``worst``, default): a candidate with no value for a criterion gets 1 under min-max (the worst
+possible) and the worst value seen under z-score - lacking data never helps a candidate. Rule ``mean`` gives the
+average of the known values. A criterion no candidate has a value for adds 0 to every score (it cannot separate
+them); recommend says so in its notes.
 """
 
 from __future__ import annotations

@@ -27,8 +27,10 @@ SCORE_FLAGS = ("THIRD-PARTY", "SECONDARY", "INFERRED")
 
 
 def source_files(sources: Path) -> list[Path]:
-    files = sorted(p for p in sources.rglob("*") if p.is_file() and p.suffix in {".json", ".csv", ".jsonl", ".md"})
-    return files
+    """The files the build reads (and so the ones whose change makes the shipped catalog stale)."""
+    files = [*sorted((sources / "configs").glob("*.json")), sources / "configs" / "sources.csv",
+             sources / "published_scores.csv", *sorted((sources / "measurements").glob("*.jsonl"))]
+    return [p for p in files if p.is_file()]
 
 
 def sources_digest(sources: Path) -> str:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from . import catalog_cmd
+from . import catalog_cmd, probe_cmd
 from .common import run_app, state
 from .estimate_cmd import estimate_command
 from .hardware_cmd import hardware_command
@@ -27,6 +27,7 @@ app.command("recommend")(recommend_command)
 app.command("estimate")(estimate_command)
 app.command("hardware")(hardware_command)
 app.add_typer(catalog_cmd.app, name="catalog")
+app.add_typer(probe_cmd.app, name="probe")
 
 recommend_app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
 recommend_app.command()(recommend_command)

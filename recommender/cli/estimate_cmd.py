@@ -15,8 +15,10 @@ def estimate_command(
     context: str = typer.Option("4096", "--context", help="Context window in tokens (4096, 32K)."),
     batch: int = typer.Option(1, "--batch", min=1, max=4096, help="Concurrent sequences."),
     engine: Optional[str] = typer.Option(None, "--engine", "-e", help="llama.cpp, vllm or transformers."),
-    prompt_tokens: Optional[int] = typer.Option(None, "--prompt-tokens", min=1),
-    output_tokens: int = typer.Option(256, "--output-tokens", min=1),
+    prompt_tokens: Optional[int] = typer.Option(None, "--prompt-tokens", min=1,
+                                                help="Prompt length (default: the chat workload's, as recommend)."),
+    output_tokens: Optional[int] = typer.Option(None, "--output-tokens", min=1,
+                                                help="Output length (default: the chat workload's)."),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV cache dtype (f16, q8_0, q4_0, fp8...)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for this GPU profile."),
     vram: Optional[str] = typer.Option(None, "--vram", help="Override the GPU memory (24, 24GiB, 24GB)."),
@@ -40,7 +42,14 @@ def estimate_command(
         raise UserError(f"KV dtype {kv_dtype!r} is not available on {eng}",
                         hint=f"{eng} KV dtypes: {', '.join(C.ENGINE_KV_DTYPES[eng])}")
     ctx = parse_tokens(context)
-    if prompt_tokens is not None and prompt_tokens >= ctx:
+    from ..workloads import DEFAULT_WORKLOAD, get_workload  # noqa: PLC0415
+
+    wl = get_workload(DEFAULT_WORKLOAD)
+    if output_tokens is None:
+        output_tokens = wl.output_tokens
+    if prompt_tokens is None:
+        prompt_tokens = min(wl.prompt_tokens, max(ctx - output_tokens, 1))  # the same rule recommend applies
+    if prompt_tokens >= ctx:
         raise UserError(f"--prompt-tokens {prompt_tokens} does not fit in a {ctx}-token context",
                         hint="raise --context or shorten the prompt")
     hw, notes = planning_hardware(gpu, parse_memory(vram) if vram else None)
@@ -49,10 +58,13 @@ def estimate_command(
     variant = catalog.variants().get((spec.id, q))
     est = estimate(spec, q, eng, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
                    output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant)
-    for m in catalog.measurements(model_id=spec.id, status="ok"):
-        if (m.hardware_name.lower(), m.quant, m.engine, m.batch, m.context_tokens) == \
-                (hw.name.lower(), q, eng, batch, ctx):
-            est = overlay_measurement(est, m)
+    from ..hardware import load_profiles  # noqa: PLC0415
+    from ..recommend import measured_index  # noqa: PLC0415
+
+    m = measured_index(catalog.measurements(model_id=spec.id, status="ok"), load_profiles()).get(
+        (hw.name.lower(), spec.id, q, eng, batch, ctx, est.kv_dtype))
+    if m is not None:
+        est = overlay_measurement(est, m)
     if as_json:
         emit_json(est.model_dump(mode="json"))
         return

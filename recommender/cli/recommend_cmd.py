@@ -93,8 +93,8 @@ def recommend_command(
                                   help="Best configurations kept per model (0 = all)."),
     explain: bool = typer.Option(False, "--explain", help="Say why the strongest excluded candidates were excluded."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
-    catalog_path: Optional[str] = typer.Option(None, "--catalog", envvar="RECOMMENDER_CATALOG",
-                                               help="Catalog file (default: the shipped catalog.duckdb)."),
+    catalog_path: Optional[str] = typer.Option(None, "--catalog", help="Catalog file (default: $RECOMMENDER_CATALOG, "
+                                                                       "else the shipped catalog.duckdb)."),
 ) -> None:
     """Rank model x quantization x engine x batch x context for a GPU, under VRAM and latency limits."""
     from ..recommend import recommend  # noqa: PLC0415
@@ -110,9 +110,9 @@ def recommend_command(
         emit_json(rec.model_dump(mode="json"))
     else:
         print_recommendation(rec, explain)
+    for n in rec.notes:
+        info(f"note: {n}")
     if not rec.candidates:
-        if as_json:
-            info("error: nothing fits: no candidate satisfies the constraints")
         info("hint: raise --vram or --max-latency, pick a smaller --context, or see --explain")
         raise typer.Exit(1)
 

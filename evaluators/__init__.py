@@ -1,0 +1,1 @@
+"""Engine adapters and probes: one module per engine behind the protocol in evaluators.base."""

@@ -1,0 +1,110 @@
+"""`probe perf`: resolve what to run, run it in a child process, and turn the result into a Measurement row."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from .catalog.store import Catalog
+from .errors import UserError
+from .types import Measurement, ModelSpec
+
+ARCH_FIELDS = ("hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size",
+               "vocab_size", "num_experts", "moe_intermediate_size")
+
+
+def synthetic_cache_dir() -> Path:
+    env = os.environ.get("RECOMMENDER_CACHE")
+    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-recommender"
+    return base / "synthetic"
+
+
+def match_catalog_model(spec: ModelSpec, catalog: Catalog) -> Optional[str]:
+    """The catalog model with exactly this architecture (a GGUF of a known model), preferring a name match."""
+    same = [m for m in catalog.models().values() if all(getattr(m, f) == getattr(spec, f) for f in ARCH_FIELDS)]
+    if not same:
+        return None
+    name = spec.id.lower().replace(" ", "-")
+    same.sort(key=lambda m: (m.name.lower() not in name, m.id))
+    return same[0].id
+
+
+class ProbeTarget:
+    """What a probe runs: a model file, the catalog model it measures, its quantization, and whether it is synthetic."""
+
+    def __init__(self, path: Path, model_id: str, quant: str, synthetic: bool, spec: ModelSpec) -> None:
+        self.path, self.model_id, self.quant, self.synthetic, self.spec = path, model_id, quant, synthetic, spec
+
+
+def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthetic: bool, catalog: Catalog,
+                   model_id: Optional[str] = None) -> ProbeTarget:
+    """A .gguf file (validated from its header before any engine starts), or a catalog model with --synthetic."""
+    from .quant import QUANTS, resolve_quant  # noqa: PLC0415
+
+    path = Path(model_or_file).expanduser()
+    if path.exists():
+        if engine != "llama.cpp":
+            raise UserError(f"probing a model file with {engine} is not supported yet",
+                            hint="use --engine llama.cpp with a .gguf file, or a catalog model with --synthetic")
+        if path.suffix.lower() != ".gguf" or not path.is_file():
+            raise UserError(f"{path} is not a .gguf file", hint="llama.cpp probes take a GGUF model file")
+        from .arch import spec_from_gguf  # noqa: PLC0415
+        from .quant import gguf_file_quant  # noqa: PLC0415
+
+        spec, info = spec_from_gguf(path)  # raises UserError on a malformed or truncated file
+        fq = gguf_file_quant(info)
+        if quant and resolve_quant(quant) != fq:
+            raise UserError(f"{path.name} is {fq}, not {resolve_quant(quant)}", hint="drop --quant for a file")
+        mid = model_id or match_catalog_model(spec, catalog) or spec.id
+        return ProbeTarget(path, mid, fq, synthetic=False, spec=spec)
+    spec = catalog.resolve_model(model_or_file)
+    if not synthetic:
+        raise UserError(f"{model_or_file!r} is a catalog model, not a file on this machine",
+                        hint="give the model's .gguf file, or add --synthetic to measure a random-weight model "
+                             "with its exact architecture")
+    q = resolve_quant(quant or "Q4_K_M")
+    if engine not in QUANTS[q].engines:
+        raise UserError(f"{q} does not run on {engine}", hint=f"{q} runs on: {', '.join(QUANTS[q].engines)}")
+    if engine != "llama.cpp":
+        raise UserError(f"synthetic models for {engine} are not supported yet", hint="use --engine llama.cpp")
+    from evaluators.synthetic import cached_synthetic_gguf  # noqa: PLC0415
+
+    out = cached_synthetic_gguf(spec, q, synthetic_cache_dir())
+    return ProbeTarget(Path(out), spec.id, q, synthetic=True, spec=spec)
+
+
+def measurement_from_result(target: ProbeTarget, job, result, host) -> Measurement:
+    """One catalog row from a probe result (ok or failed), with the hardware and every setting."""
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    info = result.engine or {}
+    backend = info.get("backend", "cpu")
+    gpu = host.gpus[job.gpu_index] if host.gpus and backend == "cuda" else None
+    hw_name = gpu.name if gpu else host.cpu.model
+    s = result.summary
+
+    def med(key: str) -> Optional[float]:
+        return s.get(key, {}).get("median") if isinstance(s.get(key), dict) else None
+
+    key = "|".join(str(x) for x in (host.fingerprint, job.engine, info.get("version"), target.model_id, target.quant,
+                                    job.load.batch, job.load.context_tokens, job.shape.prompt_tokens,
+                                    job.shape.output_tokens, job.load.kv_dtype, now))
+    return Measurement(
+        id=hashlib.sha256(key.encode()).hexdigest()[:16],
+        hardware_fingerprint=host.fingerprint, hardware_name=hw_name, engine=job.engine,
+        engine_version=str(info.get("version", "unknown")), model_id=target.model_id, quant=target.quant,
+        batch=job.shape.batch, context_tokens=job.load.context_tokens, prompt_tokens=job.shape.prompt_tokens,
+        output_tokens=job.shape.output_tokens, kv_dtype=job.load.kv_dtype, gpu_layers=job.load.gpu_layers,
+        ttft_ms=med("ttft_ms"), tpot_ms=med("tpot_ms"), itl_ms_p50=med("itl_ms_p50"),
+        decode_tokens_per_s=med("decode_tokens_per_s"), prefill_tokens_per_s=med("prefill_tokens_per_s"),
+        throughput_tokens_per_s=med("throughput_tokens_per_s"),
+        peak_vram_bytes=result.peak_gpu_used_bytes if gpu else None, peak_rss_bytes=result.peak_rss_bytes,
+        raw={"repeats": result.repeats, "summary": s, "engine": info, "warmup": job.warmup,
+             "model_file": str(target.path), "model_file_bytes": target.path.stat().st_size,
+             "gpu": gpu.model_dump() if gpu else None, "cpu": host.cpu.model_dump(),
+             "gpu_baseline_bytes": result.gpu_baseline_bytes, "wall_s": result.wall_s,
+             "seed": job.shape.seed},
+        status=result.status, failure_reason=result.failure_reason, synthetic=target.synthetic,
+        provenance="measured", measured_at=now)

