@@ -26,9 +26,10 @@ sys.path.insert(0, str(ROOT))
 
 from evaluators.base import LoadSettings, RequestShape  # noqa: E402
 from evaluators.runner import ProbeJob, run_probe  # noqa: E402
-from recommender.catalog.store import Catalog  # noqa: E402
+from recommender.catalog.build import load_models  # noqa: E402
+from recommender.fuzzy import resolve  # noqa: E402
 from recommender.hardware import probe_host  # noqa: E402
-from recommender.paths import SHIPPED_CATALOG  # noqa: E402
+from recommender.paths import SOURCES_DIR  # noqa: E402
 from recommender.probe import ProbeTarget, measurement_from_result  # noqa: E402
 
 MODELS = ["Qwen/Qwen3-0.6B", "Qwen/Qwen2.5-1.5B", "meta-llama/Llama-3.2-3B", "Qwen/Qwen2.5-7B",
@@ -58,19 +59,20 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path("/tmp/synthetic"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=240.0, help="per probe")
+    ap.add_argument("--skip-from", type=Path, nargs="*", default=[], help="row files whose rows are already done")
     ap.add_argument("--free-disk-margin", type=float, default=4e9, help="bytes kept free when building a model")
     args = ap.parse_args()
     from evaluators.synthetic import build_synthetic_gguf  # noqa: PLC0415
     from recommender.quant import weights_bytes  # noqa: PLC0415
 
     t_start = time.perf_counter()
-    catalog = Catalog(SHIPPED_CATALOG)
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}  # the catalog's models, straight from sources/ (no DuckDB)
     host = probe_host()
     print(f"host: {host.gpu_status}; {host.cpu.model}", file=sys.stderr)
-    done = done_keys(args.out)
+    done = done_keys(args.out).union(*(done_keys(p) for p in args.skip_from))
     args.cache.mkdir(parents=True, exist_ok=True)
     for mid in args.models:
-        spec = catalog.resolve_model(mid)
+        spec = specs[resolve(mid, specs, "model")]
         for quant in args.quants:
             left = args.budget - (time.perf_counter() - t_start)
             todo = [s for s in SHAPES if (spec.id, quant, s[0], s[1], s[2]) not in done]
@@ -86,7 +88,7 @@ def main() -> None:
                 return
             path = args.cache / f"{spec.name}-{quant}.gguf"
             t0 = time.perf_counter()
-            build_synthetic_gguf(spec, quant, path)
+            build_synthetic_gguf(spec, quant, path)  # synthetic vocab: probes feed token ids, text is never used
             print(f"built {path.name} ({path.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t0:.0f} s",
                   file=sys.stderr)
             target = ProbeTarget(path, spec.id, quant, synthetic=True, spec=spec)

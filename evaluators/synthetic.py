@@ -19,6 +19,25 @@ How a file is made (``build_synthetic_gguf``):
   alignment (32 bytes), the same layout ``GGUFWriter.write_tensors_to_file`` produces;
 * the file is written under a temporary name and renamed when complete, so a half-written file is never mistaken
   for a finished one.
+
+Checked (tests/test_synthetic.py and a sweep of every catalog config cut to 1-6 layers, at real widths): llama.cpp
+(llama-cpp-python 0.3.36) loads the files with ``check_tensors`` on and returns finite logits for llama (SmolLM2,
+Llama-3.x, Mistral, Mixtral), qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, internlm2, baichuan, minicpm and
+deepseek2, at F16, Q8_0, Q6_K-bearing mixes Q4_K_M / Q5_K_M, and (SmolLM2) BF16, Q6_K, Q4_0, Q4_1.
+
+Limits:
+
+* what is measured is the tensor inventory of ``recommender.arch``: DeepSeek-V2 is its legacy MLA layout (an
+  unsplit ``attn_kv_b``, no absorbed ``attn_k_b`` / ``attn_v_b``), which llama.cpp runs as plain multi-head
+  attention with a full-size KV cache -- current DeepSeek GGUFs use the absorbed layout and a compressed cache;
+  RoPE helper tables (``rope_freqs``, Phi-3 ``rope_factors_*``) are not written (a few hundred bytes, no speed
+  effect);
+* weights repeat with the pool period (8 MiB per ggml type); the router is random too, so MoE routing spreads tokens
+  over the experts but not with a trained model's skew;
+* hyper-parameters outside ModelSpec (RoPE base and scaling, norm epsilon, soft-capping) are typical values, not the
+  model's; none changes the work per token;
+* token text is synthetic unless a llama.cpp vocab GGUF is given (``find_vocab_gguf``), so text prompts tokenize
+  differently from the real model: probes should feed token ids.
 """
 
 from __future__ import annotations
@@ -56,7 +75,11 @@ DEFAULT_CONTEXT = 4096  # context_length when the spec has no max_position_embed
 
 # tokenizer.ggml.token_type values (gguf.TokenType / llama.h llama_token_type)
 _TT_NORMAL, _TT_UNKNOWN, _TT_CONTROL, _TT_UNUSED, _TT_BYTE = 1, 2, 3, 5, 6
-_SPM_MIN_VOCAB = 3 + 256  # <unk>, <s>, </s> and the 256 byte tokens llama.cpp's SPM loader looks up
+# <unk>, <s>, </s>, the 256 byte tokens llama.cpp's SPM loader looks up (byte_to_token('\n')), and <|endoftext|>,
+# which llama.cpp's vocab loader looks up for any model whose general.name contains "phi-3" / "phi3"
+_SPM_SPECIAL = ("<unk>", "<s>", "</s>")
+_SPM_EXTRA_CONTROL = ("<|endoftext|>",)
+_SPM_MIN_VOCAB = len(_SPM_SPECIAL) + 256 + len(_SPM_EXTRA_CONTROL)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -196,9 +219,11 @@ def _one_d_tensor(name: str, n: int, rng):
 # Metadata
 # ----------------------------------------------------------------------------------------------------------------
 def _swa_pattern(spec: ModelSpec, default: int) -> int:
-    """llama.cpp's sliding_window_pattern p (layer il uses the window unless il % p == p - 1) matching the spec's
-    number of windowed layers."""
+    """llama.cpp's sliding_window_pattern p (layer il uses the window unless il % p == p - 1) giving the spec's
+    number of windowed layers: the architecture's default when it does, else the smallest that does."""
     L, n_swa = spec.num_layers, spec.num_swa_layers
+    if L - L // default == n_swa:
+        return default
     for p in range(2, L + 2):
         if L - L // p == n_swa:
             return p
@@ -236,7 +261,8 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
             if spec.shared_expert_intermediate_size:
                 w.add_expert_shared_feed_forward_length(spec.shared_expert_intermediate_size)
         if arch == "deepseek2":
-            w.add_expert_shared_count(spec.num_shared_experts)
+            if not spec.num_shared_experts:
+                w.add_expert_shared_count(0)  # required by llama.cpp's deepseek2 loader
             w.add_expert_weights_scale(1.0)
             w.add_leading_dense_block_count(spec.first_k_dense_layers)
     if arch == "gemma2":
@@ -245,58 +271,159 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
             w.add_sliding_window_pattern(_swa_pattern(spec, 2))
         w.add_attn_logit_softcapping(50.0)  # Gemma-2 config attn_logit_softcapping / final_logit_softcapping
         w.add_final_logit_softcapping(30.0)
-    elif arch == "gemma3":
-        if spec.sliding_window and spec.num_swa_layers:
-            w.add_sliding_window(spec.sliding_window)
-            w.add_sliding_window_pattern(_swa_pattern(spec, 6))
-            w.add_rope_freq_base_swa(10_000.0)
+    elif arch == "gemma3" and spec.sliding_window and spec.num_swa_layers:
+        w.add_sliding_window(spec.sliding_window)
+        w.add_sliding_window_pattern(_swa_pattern(spec, 6))
+        w.add_rope_freq_base_swa(10_000.0)
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Tokenizer
 # ----------------------------------------------------------------------------------------------------------------
-def _field_value(field, gguf) -> tuple[Any, Any, Any]:
-    """(value, value type, array item type) of a GGUFReader field."""
-    vtype = field.types[0]
-    if vtype == gguf.GGUFValueType.ARRAY:
-        return list(field.contents()), vtype, field.types[-1]
-    return field.contents(), vtype, None
+class GgufHeader:
+    """Metadata and tensor infos of a GGUF file, read without touching the tensor data."""
+
+    def __init__(self, kv: dict[str, tuple[Any, int, Optional[int]]],
+                 tensors: list[tuple[str, tuple[int, ...], int, int]], data_offset: int, alignment: int,
+                 file_bytes: int) -> None:
+        self.kv = kv  # key -> (value, GGUF value type, array item type or None)
+        self.tensors = tensors  # (name, shape ggml order, ggml type id, offset from data_offset)
+        self.data_offset = data_offset
+        self.alignment = alignment
+        self.file_bytes = file_bytes
+
+    def get(self, key: str, default: Any = None) -> Any:
+        v = self.kv.get(key)
+        return default if v is None else v[0]
+
+
+# GGUF value types (gguf.GGUFValueType / ggml gguf.h) -> struct format of a scalar
+_GGUF_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_GGUF_NP = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "<u1", 10: "<u8", 11: "<i8",
+            12: "<f8"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def read_header(path: Path, keep_arrays: Any = None) -> GgufHeader:
+    """Parse a GGUF header (v2/v3, little-endian) fast. Arrays are skipped (value None) unless ``keep_arrays(key)``
+    is true. gguf.GGUFReader makes one numpy object per array item: seconds for a 150k-token vocab; this takes
+    about 0.1 s. Raises ValueError on a malformed or truncated header."""
+    import mmap  # noqa: PLC0415
+    import struct  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    path = Path(path)
+    size = path.stat().st_size
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        pos = 0
+
+        def unpack(fmt: str) -> Any:
+            nonlocal pos
+            v = struct.unpack_from(fmt, mm, pos)[0]
+            pos += struct.calcsize(fmt)
+            return v
+
+        def string() -> str:
+            nonlocal pos
+            n = unpack("<Q")
+            if pos + n > size:
+                raise ValueError("string past the end of the file")
+            v = mm[pos:pos + n].decode("utf-8", "replace")
+            pos += n
+            return v
+
+        def skip_strings(count: int) -> None:
+            nonlocal pos
+            for _ in range(count):
+                pos += 8 + struct.unpack_from("<Q", mm, pos)[0]
+
+        if mm[:4] != b"GGUF":
+            raise ValueError("not a GGUF file")
+        pos = 4
+        version = unpack("<I")
+        if version not in (2, 3):
+            raise ValueError(f"unsupported GGUF version {version}")
+        n_tensors, n_kv = unpack("<Q"), unpack("<Q")
+        kv: dict[str, tuple[Any, int, Optional[int]]] = {}
+        for _ in range(n_kv):
+            key = string()
+            vtype = unpack("<I")
+            if vtype == _GGUF_STRING:
+                kv[key] = (string(), vtype, None)
+            elif vtype == _GGUF_ARRAY:
+                sub, count = unpack("<I"), unpack("<Q")
+                keep = keep_arrays is not None and keep_arrays(key)
+                if sub == _GGUF_STRING:
+                    if keep:
+                        kv[key] = ([string() for _ in range(count)], vtype, sub)
+                    else:
+                        skip_strings(count)
+                        kv[key] = (None, vtype, sub)
+                elif sub in _GGUF_NP:
+                    width = np.dtype(_GGUF_NP[sub]).itemsize
+                    if keep:
+                        arr = np.frombuffer(mm, dtype=_GGUF_NP[sub], count=count, offset=pos)
+                        kv[key] = ((arr.astype(bool) if sub == 7 else arr).tolist(), vtype, sub)
+                        del arr
+                    else:
+                        kv[key] = (None, vtype, sub)
+                    pos += width * count
+                else:
+                    raise ValueError(f"{key}: nested arrays are not supported")
+            elif vtype in _GGUF_SCALAR:
+                kv[key] = (unpack(_GGUF_SCALAR[vtype]), vtype, None)
+            else:
+                raise ValueError(f"{key}: unknown GGUF value type {vtype}")
+            if pos > size:
+                raise ValueError("metadata past the end of the file")
+        tensors = []
+        for _ in range(n_tensors):
+            name = string()
+            n_dims = unpack("<I")
+            shape = tuple(unpack("<Q") for _ in range(n_dims))
+            ttype = unpack("<I")
+            offset = unpack("<Q")
+            tensors.append((name, shape, ttype, offset))
+        alignment = int(kv.get("general.alignment", (ALIGNMENT,))[0])
+        data_offset = pos + (-pos) % alignment
+    return GgufHeader(kv, tensors, data_offset, alignment, size)
 
 
 def _copy_vocab(w, vocab_gguf: Path, vocab_size: int, gguf) -> Optional[str]:
     """Copy the tokenizer.* keys of a vocab-only GGUF; pad the token arrays with unused ``[PAD<i>]`` tokens up to
     ``vocab_size``. Returns a label of what was done, or None when the file has more tokens than ``vocab_size``."""
-    reader = gguf.GGUFReader(str(vocab_gguf), "r")
-    tok = reader.fields.get("tokenizer.ggml.tokens")
-    if tok is None:
+    header = read_header(vocab_gguf, keep_arrays=lambda key: key.startswith("tokenizer."))
+    tokens = header.get("tokenizer.ggml.tokens")
+    if not tokens:
         raise UserError(f"{vocab_gguf.name} has no tokenizer.ggml.tokens", hint="give a llama.cpp vocab GGUF")
-    n = len(tok.data)
+    n = len(tokens)
     if n > vocab_size:
         return None
     pad = vocab_size - n
-    for key, field in reader.fields.items():
+    for key, (value, vtype, sub) in header.kv.items():
         if not key.startswith("tokenizer."):
             continue
-        value, vtype, sub = _field_value(field, gguf)
         if pad and key == "tokenizer.ggml.tokens":
-            value += [f"[PAD{i}]" for i in range(n, vocab_size)]
+            value = value + [f"[PAD{i}]" for i in range(n, vocab_size)]
         elif pad and key == "tokenizer.ggml.token_type":
-            value += [_TT_UNUSED] * pad
+            value = value + [_TT_UNUSED] * pad
         elif pad and key == "tokenizer.ggml.scores":
-            value += [0.0] * pad
-        w.add_key_value(key, value, vtype, sub_type=sub)
-    label = f"{vocab_gguf.name} ({n} tokens" + (f" + {pad} padding)" if pad else ")")
-    return label
+            value = value + [0.0] * pad
+        w.add_key_value(key, value, gguf.GGUFValueType(vtype),
+                        sub_type=None if sub is None else gguf.GGUFValueType(sub))
+    return f"{vocab_gguf.name} ({n} tokens" + (f" + {pad} padding)" if pad else ")")
 
 
 def _synthetic_vocab(w, vocab_size: int, gguf) -> str:
-    """SentencePiece-style ("llama") vocab: <unk>, <s>, </s>, <0x00>..<0xFF> (BYTE), then filler tokens.
+    """SentencePiece-style ("llama") vocab: <unk>, <s>, </s>, <0x00>..<0xFF> (BYTE), <|endoftext|> (CONTROL), then
+    filler tokens ("\u2581t<i>", NORMAL), scores 0.
     Vocabularies too small for the byte tokens get tokenizer model "none" with ``{arch}.vocab_size`` dummy tokens."""
     if vocab_size < _SPM_MIN_VOCAB:
         w.add_tokenizer_model("none")
         return f"none ({vocab_size} dummy tokens)"
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    types = [_TT_UNKNOWN, _TT_CONTROL, _TT_CONTROL] + [_TT_BYTE] * 256
+    tokens = [*_SPM_SPECIAL, *(f"<0x{b:02X}>" for b in range(256)), *_SPM_EXTRA_CONTROL]
+    types = [_TT_UNKNOWN, _TT_CONTROL, _TT_CONTROL] + [_TT_BYTE] * 256 + [_TT_CONTROL] * len(_SPM_EXTRA_CONTROL)
     n_fill = vocab_size - len(tokens)
     tokens += [f"\u2581t{i}" for i in range(n_fill)]
     types += [_TT_NORMAL] * n_fill
@@ -382,7 +509,7 @@ def build_synthetic_gguf(spec: ModelSpec, quant: str, out_path: Path, *, seed: i
         w.add_string("recommender.source_model", spec.id)
         w.add_string("recommender.quant", q)
         w.add_uint32("recommender.synthetic_version", SYNTHETIC_VERSION)
-        w.add_uint32("recommender.seed", seed)
+        w.add_uint64("recommender.seed", seed)
         _add_arch_metadata(w, spec, arch)
         vocab_label = None
         if vocab_gguf is not None:
@@ -443,24 +570,20 @@ def synthetic_file_matches(path: Path, spec: ModelSpec, quant: str, *, vocab_ggu
         path = Path(path)
         if not path.is_file():
             return False
-        reader = gguf.GGUFReader(str(path), "r")
-
-        def get(key: str) -> Any:
-            f = reader.fields.get(key)
-            return None if f is None else f.contents()
-
-        if (get("general.name") != synthetic_name(spec) or get("recommender.source_model") != spec.id
-                or get("recommender.quant") != q or get("recommender.synthetic_version") != SYNTHETIC_VERSION
-                or get("general.architecture") != gguf_arch(spec)):
+        h = read_header(path)
+        if (h.get("general.name") != synthetic_name(spec) or h.get("recommender.source_model") != spec.id
+                or h.get("recommender.quant") != q or h.get("recommender.synthetic_version") != SYNTHETIC_VERSION
+                or h.get("general.architecture") != gguf_arch(spec)):
             return False
-        if vocab_gguf is not None and not str(get("recommender.vocab") or "").startswith(Path(vocab_gguf).name):
+        if vocab_gguf is not None and not str(h.get("recommender.vocab") or "").startswith(Path(vocab_gguf).name):
             return False
         expected = [(n, tuple(s), t) for n, s, t in gguf_tensor_types(spec, q)]
-        found = [(t.name, tuple(int(x) for x in t.shape), t.tensor_type.name) for t in reader.tensors]
+        found = [(n, tuple(s), gguf.GGMLQuantizationType(t).name) for n, s, t, _o in h.tensors]
         if found != expected:
             return False
-        end = max((int(t.data_offset) + int(t.n_bytes) for t in reader.tensors), default=0)
-        return end <= path.stat().st_size
+        end = max((h.data_offset + o + ggml_nbytes(t, s) for (_n, s, t), (_n2, _s2, _t2, o) in
+                   zip(expected, h.tensors, strict=True)), default=0)
+        return end <= h.file_bytes
     except Exception:  # noqa: BLE001 - unreadable / truncated / foreign file: rebuild it
         return False
 

@@ -70,9 +70,9 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
         raise UserError(f"{q} does not run on {engine}", hint=f"{q} runs on: {', '.join(QUANTS[q].engines)}")
     if engine != "llama.cpp":
         raise UserError(f"synthetic models for {engine} are not supported yet", hint="use --engine llama.cpp")
-    from evaluators.synthetic import cached_synthetic_gguf  # noqa: PLC0415
+    from evaluators.synthetic import cached_synthetic_gguf, find_vocab_gguf  # noqa: PLC0415
 
-    out = cached_synthetic_gguf(spec, q, synthetic_cache_dir())
+    out = cached_synthetic_gguf(spec, q, synthetic_cache_dir(), vocab_gguf=find_vocab_gguf(spec))
     return ProbeTarget(Path(out), spec.id, q, synthetic=True, spec=spec)
 
 

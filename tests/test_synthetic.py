@@ -1,0 +1,321 @@
+"""evaluators.synthetic: random-weight GGUFs with a catalog model's exact tensors, loaded and run by llama.cpp."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+np = pytest.importorskip("numpy")
+gguf = pytest.importorskip("gguf")
+llama_cpp = pytest.importorskip("llama_cpp")
+
+from evaluators.synthetic import (  # noqa: E402
+    FILE_TYPE,
+    build_synthetic_gguf,
+    cached_synthetic_gguf,
+    find_vocab_gguf,
+    random_blocks,
+    read_header,
+    synthetic_file_matches,
+    synthetic_path,
+)
+from recommender.arch import gguf_arch, read_gguf_header, spec_from_config  # noqa: E402
+from recommender.quant import GGML_BLOCK, gguf_tensor_types, weights_bytes  # noqa: E402
+
+CONFIGS = Path(__file__).resolve().parents[1] / "sources" / "configs"
+TOKENS = [1, 2, 3]
+
+
+def config(name: str) -> dict:
+    return json.loads((CONFIGS / f"{name}.json").read_text())
+
+
+def spec_of(name: str, **overrides):
+    cfg = config(name)
+    cfg.update(overrides)
+    return spec_from_config(cfg, name.replace("__", "/", 1))
+
+
+def shrunk(name: str, layers: int = 2, experts: int = 4, **extra):
+    """A few-MB spec with the layout of a catalog config (same architecture, norms, biases, MoE / MLA / SWA
+    structure) and small widths."""
+    cfg = config(name)
+    if "hidden_size" not in cfg and isinstance(cfg.get("text_config"), dict):
+        cfg = {**cfg, **cfg["text_config"]}
+        cfg.pop("text_config")
+    heads = cfg.get("num_attention_heads", 4)
+    kv = cfg.get("num_key_value_heads", heads)
+    small = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
+             "num_key_value_heads": 4 if kv == heads else 2, "num_hidden_layers": layers, "vocab_size": 4096,
+             "max_position_embeddings": 4096}
+    if "head_dim" in cfg:
+        small["head_dim"] = 64
+    for key in ("num_local_experts", "num_experts", "n_routed_experts"):
+        if cfg.get(key):
+            small[key] = experts
+            small["num_experts_per_tok"] = min(2, experts)
+            small["moe_intermediate_size"] = 256
+    if cfg.get("kv_lora_rank"):
+        small.update(kv_lora_rank=128, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64)
+    if isinstance(cfg.get("layer_types"), list):
+        small["layer_types"] = cfg["layer_types"][:layers]
+    cfg.update(small)
+    cfg.update(extra)
+    return spec_from_config(cfg, "test/" + name.split("__", 1)[-1] + "-tiny")
+
+
+@pytest.fixture(autouse=True)
+def _safe_llama(monkeypatch):
+    """Load models with llama.cpp's tensor validation on (``check_tensors``: every block's scales must be finite)
+    and without the CPU "extra" buffer types: ggml's AMX kernels crash (SIGSEGV in ggml_backend_amx_mul_mat) on
+    this VM for any quantized model, real ones included."""
+    import llama_cpp.llama_cpp as low
+
+    orig = low.llama_model_default_params
+
+    def params():
+        p = orig()
+        p.use_extra_bufts = False
+        p.check_tensors = True
+        return p
+
+    monkeypatch.setattr(low, "llama_model_default_params", params)
+
+
+def run_llama(path: Path, n_vocab: int) -> np.ndarray:
+    """Load with llama.cpp, evaluate TOKENS, return their logits (rows: tokens)."""
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_gpu_layers=0, n_threads=2, verbose=False,
+                          logits_all=True)
+    try:
+        assert llm.n_vocab() == n_vocab
+        llm.eval(TOKENS)
+        return np.array(llm.scores[: len(TOKENS)], dtype=np.float32)
+    finally:
+        llm.close()
+
+
+def check_file(path: Path, spec, quant: str) -> None:
+    info = read_gguf_header(path)
+    assert info.tensor_data_bytes == weights_bytes(spec, quant)
+    assert [(t.name, t.shape, t.ggml_type) for t in info.tensors] == \
+        [(n, tuple(s), t) for n, s, t in gguf_tensor_types(spec, quant)]
+    assert info.architecture == gguf_arch(spec)
+    assert info.name == "synthetic-" + spec.name
+    assert info.file_type == FILE_TYPE[quant]
+    assert info.file_bytes - info.data_offset - info.tensor_data_bytes < 32 * (info.tensor_count + 1)  # padding only
+    header = read_header(path)  # the fast reader of evaluators.synthetic must agree with gguf's
+    assert header.data_offset == info.data_offset
+    assert [(n, s, o) for n, s, _t, o in header.tensors] == [(t.name, t.shape, t.offset) for t in info.tensors]
+    assert header.get("recommender.synthetic") is True
+    assert header.get("recommender.source_model") == spec.id
+    assert header.get("recommender.quant") == quant
+
+
+# ----------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ggml_type", ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K",
+                                       "F16", "BF16", "F32"])
+def test_random_blocks_are_valid(ggml_type):
+    rng = np.random.default_rng(1)
+    blck, nbytes = GGML_BLOCK[ggml_type]
+    n = 2048 if blck > 1 else 65536
+    raw = random_blocks(ggml_type, n, rng)
+    assert raw.dtype == np.uint8 and raw.nbytes == n * nbytes
+    qtype = gguf.GGMLQuantizationType[ggml_type]
+    values = gguf.quants.dequantize(raw.reshape(1, -1), qtype) if blck > 1 or ggml_type == "BF16" else \
+        raw.view({"F16": np.float16, "F32": np.float32}[ggml_type]).astype(np.float32)
+    values = np.asarray(values, dtype=np.float32).reshape(-1)
+    assert values.size == n * blck
+    assert np.isfinite(values).all()
+    assert abs(values.mean()) < 0.003
+    assert 0.012 < values.std() < 0.03, values.std()
+
+
+SMOL = "HuggingFaceTB__SmolLM2-135M-Instruct"
+QWEN3_30B = "Qwen__Qwen3-30B-A3B"
+
+
+@pytest.mark.parametrize("quant", ["Q4_K_M", "Q8_0", "F16"])
+def test_smollm2_runs_in_llama_cpp(tmp_path, quant):
+    spec = spec_of(SMOL)
+    path = build_synthetic_gguf(spec, quant, tmp_path / f"smol-{quant}.gguf")
+    check_file(path, spec, quant)
+    logits = run_llama(path, spec.vocab_size)
+    assert np.isfinite(logits).all() and logits.std() > 0
+
+
+@pytest.mark.parametrize("quant", ["Q4_K_M", "Q8_0", "F16"])
+def test_tiny_moe_runs_in_llama_cpp(tmp_path, quant):
+    spec = shrunk(QWEN3_30B, layers=2, experts=8)
+    assert spec.num_experts == 8 and spec.num_experts_per_tok == 2 and gguf_arch(spec) == "qwen3moe"
+    path = build_synthetic_gguf(spec, quant, tmp_path / f"moe-{quant}.gguf")
+    assert path.stat().st_size < 20 << 20
+    check_file(path, spec, quant)
+    logits = run_llama(path, spec.vocab_size)
+    assert np.isfinite(logits).all() and logits.std() > 0
+
+
+@pytest.mark.parametrize("name,layers", [
+    ("Qwen__Qwen2.5-1.5B", 2),  # qwen2: q/k/v biases, tied embeddings
+    ("google__gemma-2-2b", 2),  # gemma2: post norms, sliding window, soft-capping
+    ("google__gemma-3-1b-it", 6),  # gemma3: q/k norms, 5 local : 1 global layers
+    ("microsoft__Phi-3.5-mini-instruct", 2),  # phi3: fused qkv and gate/up
+    ("deepseek-ai__DeepSeek-V2-Lite", 2),  # deepseek2: MLA, one leading dense layer, shared experts
+    ("mistralai__Mixtral-8x7B-v0.1", 2),  # llama with 8 experts
+    ("internlm__internlm2_5-7b-chat", 2),
+    ("baichuan-inc__Baichuan2-7B-Chat", 2),
+    ("openbmb__MiniCPM-2B-sft-bf16", 2),
+])
+def test_other_architectures_run(tmp_path, name, layers):
+    spec = shrunk(name, layers=layers, experts=8)
+    path = build_synthetic_gguf(spec, "Q4_K_M", tmp_path / "m.gguf")
+    check_file(path, spec, "Q4_K_M")
+    logits = run_llama(path, spec.vocab_size)
+    assert np.isfinite(logits).all()
+    if gguf_arch(spec) == "gemma3":
+        header = read_header(path)
+        assert header.get("gemma3.attention.sliding_window") == 512
+        assert header.get("gemma3.attention.sliding_window_pattern") == 6
+
+
+def test_completion_on_token_ids(tmp_path):
+    spec = shrunk(QWEN3_30B, layers=2, experts=8)
+    path = build_synthetic_gguf(spec, "Q4_K_M", tmp_path / "moe.gguf", seed=3)
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_gpu_layers=0, n_threads=2, verbose=False)
+    try:
+        out = llm.create_completion(TOKENS, max_tokens=4, temperature=0.0)
+        assert out["usage"]["completion_tokens"] >= 1
+        assert out["usage"]["prompt_tokens"] == len(TOKENS)
+    finally:
+        llm.close()
+
+
+def test_same_seed_same_file_other_seed_other_weights(tmp_path):
+    spec = shrunk(QWEN3_30B, layers=1, experts=4)
+    a = build_synthetic_gguf(spec, "Q8_0", tmp_path / "a.gguf", seed=5).read_bytes()
+    b = build_synthetic_gguf(spec, "Q8_0", tmp_path / "b.gguf", seed=5).read_bytes()
+    c = build_synthetic_gguf(spec, "Q8_0", tmp_path / "c.gguf", seed=6).read_bytes()
+    assert a == b
+    assert len(a) == len(c) and a[-4096:] != c[-4096:]  # same layout, other weights
+
+
+def test_no_partial_file_left_on_failure(tmp_path, monkeypatch):
+    import evaluators.synthetic as syn
+
+    spec = shrunk(QWEN3_30B, layers=1, experts=4)
+
+    def boom(*_a, **_k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(syn._Pools, "write", boom)
+    with pytest.raises(OSError):
+        build_synthetic_gguf(spec, "Q8_0", tmp_path / "x.gguf")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_not_a_gguf_quant(tmp_path):
+    from recommender.errors import UserError
+
+    with pytest.raises(UserError):
+        build_synthetic_gguf(shrunk(QWEN3_30B), "AWQ-4bit", tmp_path / "x.gguf")
+
+
+def test_tiny_vocab_without_byte_tokens_loads(tmp_path):
+    spec = shrunk("HuggingFaceTB__SmolLM2-135M-Instruct", layers=1, vocab_size=128)
+    path = build_synthetic_gguf(spec, "F16", tmp_path / "tiny.gguf")
+    check_file(path, spec, "F16")
+    assert np.isfinite(run_llama(path, 128)).all()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def test_cache_reuses_matching_file_and_rebuilds_bad_one(tmp_path):
+    spec = shrunk(QWEN3_30B, layers=1, experts=4)
+    p1 = cached_synthetic_gguf(spec, "Q4_K_M", tmp_path)
+    assert p1 == synthetic_path(spec, "Q4_K_M", tmp_path) and synthetic_file_matches(p1, spec, "Q4_K_M")
+    stamp = p1.stat().st_mtime_ns, p1.stat().st_ino
+    p2 = cached_synthetic_gguf(spec, "Q4_K_M", tmp_path)
+    assert p2 == p1 and (p2.stat().st_mtime_ns, p2.stat().st_ino) == stamp  # reused, not rewritten
+
+    # another quantization and another model are other files
+    assert not synthetic_file_matches(p1, spec, "Q8_0")
+    other = shrunk(QWEN3_30B, layers=2, experts=4)
+    assert not synthetic_file_matches(p1, other, "Q4_K_M")
+    assert cached_synthetic_gguf(spec, "Q8_0", tmp_path) != p1
+
+    # a truncated file is rebuilt
+    size = p1.stat().st_size
+    with open(p1, "r+b") as f:
+        f.truncate(size - 1000)
+    assert not synthetic_file_matches(p1, spec, "Q4_K_M")
+    p3 = cached_synthetic_gguf(spec, "Q4_K_M", tmp_path)
+    assert p3.stat().st_size == size and synthetic_file_matches(p3, spec, "Q4_K_M")
+
+    # garbage is rebuilt too
+    p3.write_bytes(b"not a gguf")
+    assert cached_synthetic_gguf(spec, "Q4_K_M", tmp_path).stat().st_size == size
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Real llama.cpp vocabularies (the vocab-only GGUFs of the llama-cpp-python sdist). Set RECOMMENDER_VOCAB_DIR to a
+# folder holding ggml-vocab-qwen2.gguf, or run from a checkout whose .device/vocab has it (prepare.sh).
+def _qwen2_vocab() -> Path | None:
+    for d in (os.environ.get("RECOMMENDER_VOCAB_DIR"), Path.cwd() / ".device" / "vocab",
+              Path(__file__).resolve().parents[1] / ".device" / "vocab"):
+        if d and (Path(d) / "ggml-vocab-qwen2.gguf").is_file():
+            return Path(d) / "ggml-vocab-qwen2.gguf"
+    return None
+
+
+def test_qwen3_06b_q4_k_m(tmp_path):
+    """The real Qwen3-0.6B shapes at Q4_K_M (~400 MB), with Qwen's tokenizer when its vocab GGUF is at hand."""
+    spec = spec_of("Qwen__Qwen3-0.6B")
+    vocab = _qwen2_vocab()
+    path = build_synthetic_gguf(spec, "Q4_K_M", tmp_path / "qwen3.gguf", vocab_gguf=vocab)
+    check_file(path, spec, "Q4_K_M")
+    logits = run_llama(path, spec.vocab_size)
+    assert np.isfinite(logits).all() and logits.std() > 0
+    if vocab is not None:
+        header = read_header(path)
+        assert header.get("tokenizer.ggml.model") == "gpt2" and header.get("tokenizer.ggml.pre") == "qwen2"
+        assert header.get("recommender.vocab") == "ggml-vocab-qwen2.gguf (151936 tokens)"
+
+
+def test_copied_vocab_is_padded_or_replaced(tmp_path):
+    vocab = _qwen2_vocab()
+    if vocab is None:
+        pytest.skip("ggml-vocab-qwen2.gguf not found (set RECOMMENDER_VOCAB_DIR)")
+    # Qwen2.5-7B has 152,064 embedding rows for 151,936 tokenizer entries: the token list is padded
+    spec = shrunk("Qwen__Qwen2.5-7B", layers=1, vocab_size=152_064)
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "padded.gguf", vocab_gguf=vocab)
+    header = read_header(path, keep_arrays=lambda key: key.startswith("tokenizer."))
+    tokens = header.get("tokenizer.ggml.tokens")
+    assert len(tokens) == 152_064 and tokens[-1] == "[PAD152063]"
+    assert len(header.get("tokenizer.ggml.token_type")) == 152_064
+    assert len(header.get("tokenizer.ggml.merges")) < 152_064
+    assert header.get("recommender.vocab") == "ggml-vocab-qwen2.gguf (151936 tokens + 128 padding)"
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_gpu_layers=0, n_threads=2, verbose=False)
+    try:
+        assert llm.n_vocab() == 152_064
+        ids = llm.tokenize(b"Hello world", add_bos=False)
+        assert 0 < len(ids) <= 3 and llm.detokenize(ids) == b"Hello world"
+        llm.eval(ids)
+    finally:
+        llm.close()
+
+    # a vocab with more tokens than the model has rows cannot be used: a synthetic vocab is written instead
+    small = shrunk("Qwen__Qwen2.5-7B", layers=1)
+    path = build_synthetic_gguf(small, "Q8_0", tmp_path / "small.gguf", vocab_gguf=vocab)
+    assert read_header(path).get("recommender.vocab").startswith("synthetic-spm")
+    assert np.isfinite(run_llama(path, small.vocab_size)).all()
+
+
+def test_find_vocab_gguf(tmp_path, monkeypatch):
+    (tmp_path / "ggml-vocab-qwen2.gguf").write_bytes(b"GGUF")
+    (tmp_path / "ggml-vocab-llama-bpe.gguf").write_bytes(b"GGUF")
+    monkeypatch.setenv("RECOMMENDER_VOCAB_DIR", str(tmp_path))
+    assert find_vocab_gguf(spec_of("Qwen__Qwen3-0.6B")).name == "ggml-vocab-qwen2.gguf"
+    assert find_vocab_gguf(spec_of("meta-llama__Llama-3.1-8B")).name == "ggml-vocab-llama-bpe.gguf"
+    assert find_vocab_gguf(spec_of("mistralai__Mistral-7B-v0.3")) is None  # SentencePiece 32768: no file fits
+    assert find_vocab_gguf(spec_of("google__gemma-2-2b")) is None
