@@ -73,6 +73,9 @@ class LlamaCppEngine:
         if s.kv_dtype not in KV_TYPES:
             raise ValueError(f"KV dtype {s.kv_dtype} not supported by llama.cpp (use {', '.join(KV_TYPES)})")
         cp.type_k = cp.type_v = KV_TYPES[s.kv_dtype]
+        # sliding-window layers keep only their window, as llama-server does (llama_context_default_params() of
+        # llama-cpp-python 0.3.36 says swa_full=true, a full-size cache on every layer)
+        cp.swa_full = bool(s.extra.get("swa_full", False))
         threads = s.threads or os.cpu_count() or 1
         cp.n_threads = cp.n_threads_batch = threads
         self.ctx = L.llama_init_from_model(self.model, cp)
@@ -92,7 +95,7 @@ class LlamaCppEngine:
                           backend="cuda" if offload else "cpu",
                           details={"n_ctx": L.llama_n_ctx(self.ctx), "n_batch": N_BATCH, "n_ubatch": N_UBATCH,
                                    "n_seq_max": s.batch, "n_threads": threads, "n_gpu_layers": mp.n_gpu_layers,
-                                   "use_extra_bufts": bool(mp.use_extra_bufts),
+                                   "use_extra_bufts": bool(mp.use_extra_bufts), "swa_full": bool(cp.swa_full),
                                    "model_size_bytes": int(L.llama_model_size(self.model)),
                                    "reported_buffers_mib": buffers,
                                    "system_info": L.llama_print_system_info().decode(errors="replace")})

@@ -77,20 +77,27 @@ def engine_supported(engine: str, family: str, quant: str, hw: HardwareProfile) 
     return None
 
 
-def measured_index(measurements: list[Measurement], profiles: list[HardwareProfile]) -> dict[tuple, Measurement]:
+def measured_index(measurements: list[Measurement], profiles: list[HardwareProfile],
+                   swa_models: frozenset[str] = frozenset()) -> dict[tuple, Measurement]:
     """ok rows by (profile name, model, quant, engine, batch, context, KV dtype). Rows arrive overlay first, newest
-    first: the first row for a key wins. A row's hardware is named as NVML reported it; it is filed under the shipped
+    first: the first row for a key wins. Rows taken with llama.cpp's swa_full (every layer caching the whole
+    context) are left out: the estimates, like llama-server, keep only the window on sliding-window layers. A row's hardware is named as NVML reported it; it is filed under the shipped
     profile with that name (e.g. 'NVIDIA H200' -> 'H200 SXM') so planning with --gpu finds it too."""
     from .hardware import match_profile  # noqa: PLC0415
 
     idx: dict[tuple, Measurement] = {}
     for m in measurements:
-        if m.status != "ok":
-            continue
+        swa_full = m.raw.get("engine", {}).get("details", {}).get("swa_full")
+        if m.status != "ok" or (swa_full and m.model_id in swa_models):
+            continue  # a full-size sliding-window cache is not the configuration estimated
         prof = match_profile(m.hardware_name, profiles)
         hw = (prof.name if prof else m.hardware_name).lower()
         idx.setdefault((hw, m.model_id, m.quant, m.engine, m.batch, m.context_tokens, m.kv_dtype), m)
     return idx
+
+
+def swa_models(models: dict[str, ModelSpec]) -> frozenset[str]:
+    return frozenset(mid for mid, s in models.items() if s.num_swa_layers)
 
 
 def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
@@ -101,7 +108,7 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
     quality = QualityIndex(catalog)
     from .hardware import load_profiles  # noqa: PLC0415
 
-    measured = measured_index(catalog.measurements(status="ok"), load_profiles())
+    measured = measured_index(catalog.measurements(status="ok"), load_profiles(), swa_models(models))
     hw = q.hardware
     wl = q.workload
     wanted = set(q.models)

@@ -133,3 +133,15 @@ def test_hardware_without_gpu(cli):
 def test_unknown_command_is_exit_2(cli):
     r = cli("frobnicate")
     assert r.code == 2
+
+
+def test_measured_rows_replace_estimates_and_say_so(cli):
+    r = cli("estimate", "qwen2.5-7b", "--quant", "Q4_K_M", "--gpu", "H200", "--context", "4096",
+            "--prompt-tokens", "512", "--output-tokens", "64", "--json")
+    e = r.json()
+    assert e["provenance"]["tpot_ms"] == "measured" and e["provenance"]["total_vram_bytes"] == "measured"
+    assert "NVIDIA H200" in e["basis"]["measured"] and "synthetic" in e["basis"]["measured"]
+    other = cli("estimate", "qwen2.5-7b", "--quant", "Q4_K_M", "--gpu", "H200", "--context", "4096",
+                "--prompt-tokens", "1024", "--output-tokens", "64", "--json").json()
+    assert other["provenance"]["ttft_ms"] == "estimated"  # measured with a 512-token prompt: not reused
+    assert other["provenance"]["tpot_ms"] == "measured"

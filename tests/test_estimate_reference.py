@@ -128,3 +128,40 @@ def test_unknown_peak_gives_unknown_ttft_not_zero(profiles):
     e = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=4096)
     assert e.ttft_ms is None and e.provenance["ttft_ms"] == "unknown"
     assert e.tpot_ms is not None and e.provenance["tpot_ms"] == "estimated"
+
+
+def _h200_rows():
+    from recommender.catalog.build import load_measurements
+
+    return [m for m in load_measurements(SOURCES_DIR) if m.hardware_name == "NVIDIA H200" and m.status == "ok"]
+
+
+def test_catalog_ships_a_measured_h200_matrix():
+    rows = _h200_rows()
+    assert len(rows) >= 60
+    assert len({m.model_id for m in rows}) >= 8 and len({m.quant for m in rows}) >= 3
+    assert {m.context_tokens for m in rows} >= {4096, 32768} and {m.batch for m in rows} >= {1, 4}
+    for m in rows:
+        assert m.provenance == "measured" and m.synthetic and m.engine_version
+        assert len(m.raw["repeats"]) >= 3 and m.peak_vram_bytes > 0
+        assert m.tpot_ms == pytest.approx(1000 / m.decode_tokens_per_s)
+
+
+def test_vram_estimates_against_h200_measurements(profiles):
+    """Predicted GPU memory vs NVML peak on the H200 for every shipped llama.cpp row whose cache layout the
+    estimate models (rows with full-size sliding-window caches are left out)."""
+    from recommender.catalog.build import load_models
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    hw = find_profile("H200", profiles)
+    errs = []
+    for m in _h200_rows():
+        spec = specs[m.model_id]
+        if spec.num_swa_layers and m.raw["engine"]["details"].get("swa_full"):
+            continue
+        e = estimate(spec, m.quant, "llama.cpp", hw, context_tokens=m.context_tokens, batch=m.batch,
+                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens)
+        errs.append(abs(e.total_vram_bytes - m.peak_vram_bytes) / m.peak_vram_bytes)
+    assert len(errs) >= 60
+    assert statistics.median(errs) < 0.05
+    assert max(errs) < 0.15

@@ -59,9 +59,10 @@ def estimate_command(
     est = estimate(spec, q, eng, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
                    output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant)
     from ..hardware import load_profiles  # noqa: PLC0415
-    from ..recommend import measured_index  # noqa: PLC0415
+    from ..recommend import measured_index, swa_models  # noqa: PLC0415
 
-    m = measured_index(catalog.measurements(model_id=spec.id, status="ok"), load_profiles()).get(
+    m = measured_index(catalog.measurements(model_id=spec.id, status="ok"), load_profiles(),
+                       swa_models({spec.id: spec})).get(
         (hw.name.lower(), spec.id, q, eng, batch, ctx, est.kv_dtype))
     if m is not None:
         est = overlay_measurement(est, m)
