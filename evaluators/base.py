@@ -47,9 +47,13 @@ class RequestShape(_Strict):
 
 
 class RunTiming(_Strict):
-    """One repeat: per sequence, the time (ms since submission) each output token became available."""
+    """One repeat: per sequence, the time (ms since submission) each output token became available.
+
+    An engine that cannot see every token (vLLM's offline API) gives [first, last] per sequence and the number of
+    tokens each sequence produced in ``n_tokens``; TPOT is then (last - first)/(n - 1) and no ITL is reported."""
 
     token_times_ms: list[list[float]]  # [sequence][token] -> ms since submission
+    n_tokens: Optional[list[int]] = None  # tokens per sequence, when token_times_ms holds only first and last
     peak_engine_bytes: Optional[int] = None  # what the engine itself reports, when it does
 
 
@@ -122,18 +126,20 @@ class RepeatMetrics(_Strict):
 def repeat_metrics(t: RunTiming, shape: RequestShape) -> RepeatMetrics:
     """Metrics of one repeat, averaged over its sequences (each sequence by the definitions above)."""
     ttfts, tpots, e2es, itls = [], [], [], []
-    for seq in t.token_times_ms:
+    counts = t.n_tokens or [len(seq) for seq in t.token_times_ms]
+    for seq, n in zip(t.token_times_ms, counts):
         if not seq:
             raise ValueError("a sequence produced no token")
         ttfts.append(seq[0])
         e2es.append(seq[-1])
-        if len(seq) > 1:
-            tpots.append((seq[-1] - seq[0]) / (len(seq) - 1))
+        if n > 1:
+            tpots.append((seq[-1] - seq[0]) / (n - 1))
+        if len(seq) == n:  # every token's time is known
             itls += [b - a for a, b in zip(seq, seq[1:])]
     ttft = statistics.fmean(ttfts)
     tpot = statistics.fmean(tpots) if tpots else None
     e2e = max(e2es)
-    n_out = sum(len(s) for s in t.token_times_ms)
+    n_out = sum(counts)
     return RepeatMetrics(ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, itl_ms=itls,
                          decode_tokens_per_s=1000.0 / tpot if tpot else None,
                          prefill_tokens_per_s=shape.batch * shape.prompt_tokens / (max(ttfts) / 1000.0),

@@ -8,6 +8,7 @@ from conftest import assert_user_error, smollm2_gguf_or_skip
 
 from evaluators.base import ENGINES, LoadSettings, RequestShape, RunTiming, get_engine, repeat_metrics
 from evaluators.runner import ProbeJob, run_probe
+from recommender.paths import SOURCES_DIR
 
 TESTS = Path(__file__).parent
 FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])}
@@ -104,3 +105,37 @@ def test_impossible_context_becomes_a_failed_row(cli):
     assert m["status"] == "failed" and m["failure_reason"]
     assert "error: probe failed" in r.err and "Traceback" not in r.err
     assert cli("catalog", "measurements", "--json").json()[0]["status"] == "failed"
+
+
+def test_synthetic_llama_cpp_probe_of_a_catalog_architecture(cli, tmp_path):
+    """Qwen3-0.6B's exact architecture at Q4_K_M with random weights, measured on this CPU."""
+    r = cli("probe", "perf", "qwen3-0.6b", "--synthetic", "--quant", "Q4_K_M", "--context", "256",
+            "--prompt-tokens", "16", "--output-tokens", "4", "--threads", "2", "--json",
+            env={"RECOMMENDER_CACHE": str(tmp_path)})
+    assert r.code == 0, r.err
+    m = r.json()
+    assert m["status"] == "ok" and m["synthetic"] is True and m["model_id"] == "Qwen/Qwen3-0.6B"
+    from recommender.arch import read_gguf_header
+    from recommender.catalog.build import load_models
+    from recommender.quant import weights_bytes
+
+    spec = next(s for s in load_models(SOURCES_DIR) if s.id == "Qwen/Qwen3-0.6B")
+    assert read_gguf_header(m["raw"]["model_file"]).tensor_data_bytes == weights_bytes(spec, "Q4_K_M")
+
+
+def test_transformers_probe_synthetic(cli):
+    pytest.importorskip("transformers")
+    r = cli("probe", "perf", "smollm2-135m", "--engine", "transformers", "--synthetic", "--quant", "BF16",
+            "--context", "256", "--prompt-tokens", "16", "--output-tokens", "4", "--threads", "2", "--json")
+    assert r.code == 0, r.err
+    m = r.json()
+    assert m["engine"] == "transformers" and m["synthetic"] is True and m["quant"] == "BF16"
+    assert m["raw"]["engine"]["details"]["params"] == 134_515_008  # the catalog's derived count, for real
+    assert m["raw"]["engine"]["details"]["trust_remote_code"] is False
+    assert m["tpot_ms"] > 0 and len(m["raw"]["repeats"]) == 3
+
+
+def test_transformers_rejects_a_folder_without_safetensors(cli, tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "pytorch_model.bin").write_bytes(b"pickle")
+    assert_user_error(cli("probe", "perf", str(tmp_path), "--engine", "transformers"))

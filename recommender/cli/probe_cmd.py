@@ -14,7 +14,7 @@ app = typer.Typer(help="Measure engines on this machine; rows go to your catalog
 @app.command("perf")
 def perf(
     model: str = typer.Argument(..., help="A .gguf file, or a catalog model with --synthetic."),
-    engine: str = typer.Option("llama.cpp", "--engine", "-e", help="Engine: llama.cpp or transformers."),
+    engine: str = typer.Option("llama.cpp", "--engine", "-e", help="Engine: llama.cpp, transformers or vllm."),
     quant: Optional[str] = typer.Option(None, "--quant", "-q", help="Quantization of a synthetic model."),
     context: str = typer.Option("4096", "--context", help="Context window per sequence (tokens, 4K)."),
     batch: int = typer.Option(1, "--batch", min=1, max=1024, help="Concurrent sequences."),
@@ -55,6 +55,10 @@ def perf(
     target = resolve_target(model, eng, quant, synthetic, catalog, model_id)
     if trust_remote_code:
         target.extra["trust_remote_code"] = True
+    if eng == "vllm":  # cap vLLM's KV cache at what this configuration needs (see evaluators/vllm_engine.py)
+        from ..estimate import kv_cache_bytes  # noqa: PLC0415
+
+        target.extra["kv_cache_bytes"] = kv_cache_bytes(target.spec, ctx, batch, "vllm", "bf16")
     job = ProbeJob(engine=eng, load=LoadSettings(model_path=str(target.path), context_tokens=ctx, batch=batch,
                                                  kv_dtype=kv_dtype, gpu_layers=gpu_layers, threads=threads,
                                                  extra=target.extra),
