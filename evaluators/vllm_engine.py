@@ -40,7 +40,8 @@ class VllmEngine:
         kwargs = dict(model=s.model_path, max_model_len=s.context_tokens, max_num_seqs=max(s.batch, 1),
                       dtype=str(s.extra.get("dtype", "auto")), trust_remote_code=bool(s.extra.get("trust_remote_code")),
                       seed=0, enforce_eager=bool(s.extra.get("enforce_eager", on_cpu)),
-                      enable_prefix_caching=False)  # repeats reuse prompts: a cache hit would skip the prefill
+                      enable_prefix_caching=False,  # repeats reuse prompts: a cache hit would skip the prefill
+                      skip_tokenizer_init=True)  # probes feed token ids: a folder needs no tokenizer
         if s.kv_dtype in {"fp8", "fp8_e4m3", "fp8_e5m2"}:
             kwargs["kv_cache_dtype"] = s.kv_dtype
         if on_cpu:
@@ -52,8 +53,7 @@ class VllmEngine:
         self.settings = s
         cache = self.llm.llm_engine.vllm_config.cache_config
         blocks = getattr(cache, "num_gpu_blocks", None) or getattr(cache, "num_cpu_blocks", None)
-        tok = self.llm.get_tokenizer()
-        self.n_vocab = len(tok)
+        self.n_vocab = self.llm.llm_engine.model_config.get_vocab_size()
         return EngineInfo(name=self.name, version=self.vllm.__version__, backend="cpu" if on_cpu else "cuda",
                           details={"kv_blocks": blocks, "block_size": cache.block_size,
                                    "kv_tokens": blocks * cache.block_size if blocks else None,
@@ -64,7 +64,7 @@ class VllmEngine:
     def _run(self, prompts, n: int) -> float:
         from vllm import SamplingParams  # noqa: PLC0415
 
-        params = SamplingParams(max_tokens=n, min_tokens=n, temperature=0.0, ignore_eos=True)
+        params = SamplingParams(max_tokens=n, min_tokens=n, temperature=0.0, ignore_eos=True, detokenize=False)
         t0 = time.perf_counter()
         outs = self.llm.generate(prompts, params, use_tqdm=False)
         dt = (time.perf_counter() - t0) * 1e3
