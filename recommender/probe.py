@@ -150,3 +150,18 @@ def measurement_from_result(target: ProbeTarget, job, result, host) -> Measureme
              "seed": job.shape.seed},
         status=result.status, failure_reason=result.failure_reason, synthetic=target.synthetic,
         provenance="measured", measured_at=now)
+
+
+def bandwidth_share(m: Measurement, spec: ModelSpec, profile) -> Optional[float]:
+    """Measured decode speed as a fraction of the memory-bandwidth limit: bytes read per decode step (weights the
+    step touches + the KV cache of every sequence, recommender.estimate) x steps per second / bandwidth."""
+    if m.status != "ok" or not m.decode_tokens_per_s or profile is None or not profile.memory_bandwidth_bytes_per_s:
+        return None
+    from .estimate import estimate  # noqa: PLC0415
+
+    try:
+        e = estimate(spec, m.quant, m.engine, profile, context_tokens=m.context_tokens, batch=m.batch,
+                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens)
+    except (KeyError, ValueError):
+        return None
+    return e.decode_bytes_per_step * m.decode_tokens_per_s / profile.memory_bandwidth_bytes_per_s

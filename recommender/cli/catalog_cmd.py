@@ -156,17 +156,26 @@ def measurements(hardware: Optional[str] = typer.Option(None, "--hardware", help
 
     from ..units import fmt_bytes, fmt_ms  # noqa: PLC0415
 
+    from ..hardware import load_profiles, match_profile  # noqa: PLC0415
+    from ..probe import bandwidth_share  # noqa: PLC0415
+
     cat = open_catalog()
     mid = cat.resolve_model(model).id if model else None
     rows = cat.measurements(model_id=mid, hardware=hardware)
+    profiles, models = load_profiles(), cat.models()
+    shares = [bandwidth_share(m, models[m.model_id], match_profile(m.hardware_name, profiles))
+              if m.model_id in models else None for m in rows]
     if as_json:
-        emit_json([m.model_dump(mode="json") for m in rows])
+        emit_json([m.model_dump(mode="json") | {"bandwidth_utilization": b} for m, b in zip(rows, shares)])
         return
-    t = Table(title=f"{len(rows)} measurements")
-    for col in ("hardware", "engine", "model", "quant", "batch", "ctx", "TTFT", "TPOT", "peak VRAM", "status"):
+    t = Table(title=f"{len(rows)} measurements (all measured; BW % = decode bytes/token x tok/s / bandwidth)")
+    for col in ("hardware", "engine", "model", "quant", "batch", "ctx", "prompt", "TTFT", "TPOT", "tok/s", "BW %",
+                "peak VRAM", "synthetic", "status"):
         t.add_column(col)
-    for m in rows:
+    for m, b in zip(rows, shares):
         t.add_row(m.hardware_name, f"{m.engine} {m.engine_version}", m.model_id, m.quant, str(m.batch),
-                  str(m.context_tokens), fmt_ms(m.ttft_ms), fmt_ms(m.tpot_ms), fmt_bytes(m.peak_vram_bytes),
+                  str(m.context_tokens), str(m.prompt_tokens), fmt_ms(m.ttft_ms), fmt_ms(m.tpot_ms),
+                  "?" if m.decode_tokens_per_s is None else f"{m.decode_tokens_per_s:.1f}",
+                  "?" if b is None else f"{100 * b:.0f}", fmt_bytes(m.peak_vram_bytes), "yes" if m.synthetic else "no",
                   m.status + (f" ({m.failure_reason})" if m.failure_reason else ""))
     stdout_console().print(t)

@@ -64,9 +64,13 @@ def perf(
                                                  extra=target.extra),
                    shape=RequestShape(prompt_tokens=prompt_tokens, output_tokens=output_tokens, batch=batch),
                    repeats=repeats)
-    info(f"probing {target.model_id} {target.quant} on {eng}{' (synthetic weights)' if target.synthetic else ''}: "
-         f"ctx {ctx}, batch {batch}, prompt {prompt_tokens}, output {output_tokens}, {repeats} repeats ...")
-    result = run_probe(job, timeout_s=timeout)
+    from .common import stderr_console  # noqa: PLC0415
+
+    what = (f"{target.model_id} {target.quant} on {eng}{' (synthetic weights)' if target.synthetic else ''}: "
+            f"ctx {ctx}, batch {batch}, prompt {prompt_tokens}, output {output_tokens}, warm-up + {repeats} repeats")
+    with stderr_console().status(f"probing {what} (child process, timeout {timeout:.0f} s) ..."):
+        result = run_probe(job, timeout_s=timeout)
+    info(f"probed {what} in {result.wall_s:.1f} s")
     row = measurement_from_result(target, job, result, probe_host())
     if save:
         with UserCatalog(user_catalog_path()) as w:
