@@ -29,14 +29,9 @@ CONFIG = SOURCES_DIR / "configs" / "HuggingFaceTB__SmolLM2-135M-Instruct.json"
 
 
 def hf_folder(tmp: Path) -> Path:
-    import torch  # noqa: PLC0415
-    import transformers as tf  # noqa: PLC0415
+    from evaluators.synthetic import build_synthetic_hf_folder  # noqa: PLC0415
 
-    cfg = json.loads(CONFIG.read_text())
-    config = tf.AutoConfig.for_model(cfg.pop("model_type"), **{k: v for k, v in cfg.items()
-                                                              if not k.startswith("_") and k != "architectures"})
-    tf.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).save_pretrained(tmp, safe_serialization=True)
-    return tmp
+    return build_synthetic_hf_folder(json.loads(CONFIG.read_text()), "bfloat16", tmp / "hf")
 
 
 def main() -> None:

@@ -14,7 +14,6 @@ import os
 import random
 import re
 import time
-from typing import Optional
 
 from .base import EngineInfo, LoadSettings, RequestShape, RunTiming
 
@@ -167,10 +166,3 @@ class LlamaCppEngine:
         if self.model:
             L.llama_model_free(self.model)
             self.model = None
-
-
-def model_file_bytes(path: str) -> Optional[int]:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return None

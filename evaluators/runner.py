@@ -7,7 +7,6 @@ always: peak RSS), loads the engine, warms up, runs the repeats, and reports raw
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

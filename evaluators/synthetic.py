@@ -622,3 +622,35 @@ def find_vocab_gguf(spec: ModelSpec, search_dirs: Iterable[Path] = ()) -> Option
             if p.is_file():
                 return p
     return None
+
+
+def hf_config_object(hf_config: dict):
+    """A transformers config object from a config.json dict (keys transformers adds itself are dropped)."""
+    import transformers as tf  # noqa: PLC0415
+
+    cfg = dict(hf_config)
+    return tf.AutoConfig.for_model(cfg.pop("model_type"), **{k: v for k, v in cfg.items()
+                                                            if not k.startswith("_") and k != "architectures"})
+
+
+def build_synthetic_hf_folder(hf_config: dict, dtype: str, out_dir: Path) -> Path:
+    """An HF model folder (config.json + safetensors) with random weights and the exact architecture of
+    ``hf_config``, for engines that load folders (vLLM). Built with transformers' ``from_config`` in host memory (the
+    model's full size in RAM while saving); reused when the folder is complete."""
+    out_dir = Path(out_dir)
+    if (out_dir / "config.json").is_file() and any(out_dir.glob("*.safetensors")) and (out_dir / ".complete").exists():
+        return out_dir
+    import torch  # noqa: PLC0415
+    import transformers as tf  # noqa: PLC0415
+
+    torch.manual_seed(0)
+    model = tf.AutoModelForCausalLM.from_config(hf_config_object(hf_config), dtype=getattr(torch, dtype))
+    tmp = out_dir.with_name(out_dir.name + ".partial")
+    model.save_pretrained(tmp, safe_serialization=True)
+    (tmp / ".complete").write_text("synthetic random weights, exact architecture\n")
+    if out_dir.exists():
+        import shutil  # noqa: PLC0415
+
+        shutil.rmtree(out_dir)
+    tmp.rename(out_dir)
+    return out_dir

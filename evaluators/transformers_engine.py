@@ -43,10 +43,9 @@ class TransformersEngine:
             torch.set_num_threads(s.threads)
         trust = bool(s.extra.get("trust_remote_code", False))
         if s.model_path.startswith("synthetic:"):
-            cfg_dict = dict(s.extra["hf_config"])
-            model_type = cfg_dict.pop("model_type")
-            cfg = tf.AutoConfig.for_model(model_type, **{k: v for k, v in cfg_dict.items()
-                                                         if not k.startswith("_") and k != "architectures"})
+            from .synthetic import hf_config_object  # noqa: PLC0415
+
+            cfg = hf_config_object(s.extra["hf_config"])
             torch.manual_seed(0)
             with torch.device(self.device):
                 self.model = tf.AutoModelForCausalLM.from_config(cfg, dtype=dtype, trust_remote_code=trust)

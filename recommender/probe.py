@@ -109,9 +109,15 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
             raise UserError(f"synthetic {q} models for transformers are not supported", hint="use --quant BF16 or F16")
         return ProbeTarget(f"synthetic:{spec.id}", spec.id, q, synthetic=True, spec=spec,
                            extra={"hf_config": hf_config_for(spec), "dtype": q.lower()})
-    if engine != "llama.cpp":
-        raise UserError(f"synthetic models for {engine} are not supported yet",
-                        hint="use --engine llama.cpp or transformers")
+    if engine == "vllm":
+        if QUANTS[q].family != "float":
+            raise UserError(f"synthetic {q} models for vLLM are not supported", hint="use --quant BF16 or F16")
+        from evaluators.synthetic import build_synthetic_hf_folder  # noqa: PLC0415
+
+        dtype = {"BF16": "bfloat16", "F16": "float16"}[q]
+        folder = build_synthetic_hf_folder(hf_config_for(spec), dtype,
+                                           synthetic_cache_dir() / f"{spec.id.replace('/', '__')}-{q}-hf")
+        return ProbeTarget(folder, spec.id, q, synthetic=True, spec=spec, extra={"dtype": dtype})
     from evaluators.synthetic import cached_synthetic_gguf, find_vocab_gguf  # noqa: PLC0415
 
     out = cached_synthetic_gguf(spec, q, synthetic_cache_dir(), vocab_gguf=find_vocab_gguf(spec))

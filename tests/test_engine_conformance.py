@@ -16,17 +16,11 @@ SMOLLM2_CONFIG = SOURCES_DIR / "configs" / "HuggingFaceTB__SmolLM2-135M-Instruct
 
 def _tiny_hf_folder(tmp_path_factory):
     """A 2-layer model with SmolLM2's widths, saved as safetensors (what a user's HF folder holds)."""
-    torch = pytest.importorskip("torch")
-    tf = pytest.importorskip("transformers")
-    folder = tmp_path_factory.mktemp("tiny-hf")
-    cfg = json.loads(SMOLLM2_CONFIG.read_text())
-    cfg["num_hidden_layers"] = 2
-    config = tf.AutoConfig.for_model(cfg.pop("model_type"), **{k: v for k, v in cfg.items()
-                                                              if not k.startswith("_") and k != "architectures"})
-    torch.manual_seed(0)
-    model = tf.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-    model.save_pretrained(folder, safe_serialization=True)
-    return folder
+    pytest.importorskip("transformers")
+    from evaluators.synthetic import build_synthetic_hf_folder
+
+    cfg = json.loads(SMOLLM2_CONFIG.read_text()) | {"num_hidden_layers": 2}
+    return build_synthetic_hf_folder(cfg, "bfloat16", tmp_path_factory.mktemp("tiny") / "hf")
 
 
 @pytest.fixture(scope="module", params=["fake", "llama.cpp", "transformers", "transformers-folder", "vllm"])

