@@ -89,7 +89,7 @@ PREFILL_MFU: dict[str, dict[str, Const]] = {
     "llama.cpp": {
         "float": Const(0.875, "fraction of FP16 peak", _PR4766),
         "gguf-int8": Const(0.229, "fraction of INT8 peak", _FIT + "; median of the fit GPUs with a sourced INT8 peak"),
-        "gguf": Const(0.916, "fraction of FP16 peak", _FIT + "; median of the fit GPUs with a sourced FP16 peak "
+        "gguf": Const(0.917, "fraction of FP16 peak", _FIT + "; median of the fit GPUs with a sourced FP16 peak "
                                                              "(used when a profile has no INT8 figure)"),
     },
     "vllm": {"*": Const(0.4, "fraction of FP16 peak", "assumption; to be fitted by calibration")},

@@ -1,7 +1,8 @@
 """Analytical memory and latency estimates (pure functions, no I/O).
 
 Memory (bytes, on the GPU):   weights resident on the GPU + KV cache + compute/activation buffers + runtime overhead
-Latency (ms):                 prefill = max(FLOPs / (peak x MFU), weight bytes / bandwidth) + fixed overhead
+Latency (ms):                 prefill = max(FLOPs / (peak x MFU), weight bytes / (bandwidth x efficiency))
+                                        + fixed overhead
                               decode  = max(bytes read per step / (bandwidth x efficiency), FLOPs / (peak x MFU))
                                         + per-token overhead
 Every constant comes from recommender.constants with its source; docs/estimates.md derives each term.
@@ -275,7 +276,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             pre_ms = pre_flops / (peak * mfu_c.value) * 1e3
             ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre
             e2e = ttft + (output_tokens - 1) * tpot
-            basis["prefill"] = (f"FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}) + {ovh_pre} ms "
+            basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
+                                f"{eff_c.value})) + {ovh_pre} ms "
                                 f"[MFU: {mfu_c.source}]")
         else:
             notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 (or INT8) peak figure")
@@ -324,8 +326,12 @@ def overlay_measurement(est: Estimate, m: Measurement) -> Estimate:
     if m.peak_vram_bytes:
         upd["total_vram_bytes"] = m.peak_vram_bytes
         prov["total_vram_bytes"] = "measured"
-    if "ttft_ms" in upd and "tpot_ms" in upd:
-        upd["e2e_ms"] = upd["ttft_ms"] + (est.output_tokens - 1) * upd["tpot_ms"]
-        prov["e2e_ms"] = "measured"
+    if "tpot_ms" in upd:  # E2E = TTFT + (n_out - 1) x TPOT, from whichever figures are now shown
+        ttft = upd.get("ttft_ms", est.ttft_ms)
+        if ttft is not None:
+            upd["e2e_ms"] = ttft + (est.output_tokens - 1) * upd["tpot_ms"]
+            prov["e2e_ms"] = "measured" if "ttft_ms" in upd else "estimated"
+            if "ttft_ms" not in upd:
+                basis["e2e"] = "estimated TTFT + (n_out - 1) x measured TPOT"
     basis["measured"] = tag
     return est.model_copy(update={**upd, "provenance": prov, "basis": basis})

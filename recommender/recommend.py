@@ -83,17 +83,23 @@ def measured_index(measurements: list[Measurement], profiles: list[HardwareProfi
     first: the first row for a key wins. Rows taken with llama.cpp's swa_full (every layer caching the whole
     context) are left out: the estimates, like llama-server, keep only the window on sliding-window layers. A row's hardware is named as NVML reported it; it is filed under the shipped
     profile with that name (e.g. 'NVIDIA H200' -> 'H200 SXM') so planning with --gpu finds it too."""
-    from .hardware import match_profile  # noqa: PLC0415
-
     idx: dict[tuple, Measurement] = {}
     for m in measurements:
         swa_full = m.raw.get("engine", {}).get("details", {}).get("swa_full")
         if m.status != "ok" or (swa_full and m.model_id in swa_models):
             continue  # a full-size sliding-window cache is not the configuration estimated
-        prof = match_profile(m.hardware_name, profiles)
-        hw = (prof.name if prof else m.hardware_name).lower()
-        idx.setdefault((hw, m.model_id, m.quant, m.engine, m.batch, m.context_tokens, m.kv_dtype), m)
+        idx.setdefault((hardware_key(m.hardware_name, profiles), m.model_id, m.quant, m.engine, m.batch,
+                        m.context_tokens, m.kv_dtype), m)
     return idx
+
+
+def hardware_key(name: str, profiles: list[HardwareProfile]) -> str:
+    """One name per GPU model: a shipped profile's name when NVML's name matches one ('NVIDIA H200' -> 'h200 sxm'),
+    so rows measured here are found whether one plans with --gpu or on this machine."""
+    from .hardware import match_profile  # noqa: PLC0415
+
+    prof = match_profile(name, profiles)
+    return (prof.name if prof else name).lower()
 
 
 def swa_models(models: dict[str, ModelSpec]) -> frozenset[str]:
@@ -108,7 +114,9 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
     quality = QualityIndex(catalog)
     from .hardware import load_profiles  # noqa: PLC0415
 
-    measured = measured_index(catalog.measurements(status="ok"), load_profiles(), swa_models(models))
+    profiles = load_profiles()
+    measured = measured_index(catalog.measurements(status="ok"), profiles, swa_models(models))
+    hw_key = hardware_key(q.hardware.name, profiles)
     hw = q.hardware
     wl = q.workload
     wanted = set(q.models)
@@ -132,7 +140,7 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
                     prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
                     est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
                                    output_tokens=wl.output_tokens, variant=variant)
-                    m = measured.get((hw.name.lower(), mid, quant, engine, batch, ctx, est.kv_dtype))
+                    m = measured.get((hw_key, mid, quant, engine, batch, ctx, est.kv_dtype))
                     if m is not None:
                         est = overlay_measurement(est, m)
                     lat = getattr(est, _LATENCY_FIELD[q.latency_metric])

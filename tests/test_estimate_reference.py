@@ -133,7 +133,8 @@ def test_unknown_peak_gives_unknown_ttft_not_zero(profiles):
 def _h200_rows():
     from recommender.catalog.build import load_measurements
 
-    return [m for m in load_measurements(SOURCES_DIR) if m.hardware_name == "NVIDIA H200" and m.status == "ok"]
+    return [m for m in load_measurements(SOURCES_DIR) if m.hardware_name == "NVIDIA H200" and m.status == "ok"
+            and m.engine == "llama.cpp"]
 
 
 def test_catalog_ships_a_measured_h200_matrix():
@@ -165,3 +166,10 @@ def test_vram_estimates_against_h200_measurements(profiles):
     assert len(errs) >= 60
     assert statistics.median(errs) < 0.05
     assert max(errs) < 0.15
+
+
+def test_rows_measured_on_this_gpu_are_found_when_planning_here(profiles):
+    """NVML calls the card 'NVIDIA H200'; the shipped profile is 'H200 SXM': one key for both."""
+    from recommender.recommend import hardware_key
+
+    assert hardware_key("NVIDIA H200", profiles) == hardware_key(find_profile("H200", profiles).name, profiles)

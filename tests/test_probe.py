@@ -94,7 +94,9 @@ def test_real_llama_cpp_probe_on_smollm2(cli):
     assert m["decode_tokens_per_s"] == pytest.approx(1000 / m["tpot_ms"], rel=0.2)
     assert len(m["raw"]["repeats"]) == 3 and m["peak_rss_bytes"] > 50e6
     rows = cli("catalog", "measurements", "--json").json()
-    assert [x["id"] for x in rows] == [m["id"]]
+    assert rows[0]["id"] == m["id"]  # the user's row first (overlay, newest), then the shipped ones
+    shipped = cli("catalog", "measurements", "--json", env={"RECOMMENDER_USER_CATALOG": "/nonexistent/u.duckdb"})
+    assert len(rows) == len(shipped.json()) + 1
 
 
 def test_impossible_context_becomes_a_failed_row(cli):

@@ -189,6 +189,7 @@ class Catalog:
     # -- measurements ----------------------------------------------------------------------------------------
     def measurements(self, model_id: Optional[str] = None, hardware: Optional[str] = None,
                      status: Optional[str] = None) -> list[Measurement]:
+        """Rows of the overlay first, then the shipped ones; newest first within each."""
         cols = ", ".join(_MEASUREMENT_COLS)
         where, params = [], []
         if model_id:
@@ -201,7 +202,7 @@ class Catalog:
             where.append("status = ?")
             params.append(status)
         clause = (" WHERE " + " AND ".join(where)) if where else ""
-        rows = self._rows(cols, "measurements", f"{clause} ORDER BY measured_at", params=params)
+        rows = self._rows(cols, "measurements", f"{clause} ORDER BY measured_at DESC", params=params)
         seen, out = set(), []
         for row in rows:
             d = dict(zip(_MEASUREMENT_COLS, row))

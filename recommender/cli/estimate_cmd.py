@@ -59,11 +59,12 @@ def estimate_command(
     est = estimate(spec, q, eng, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
                    output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant)
     from ..hardware import load_profiles  # noqa: PLC0415
-    from ..recommend import measured_index, swa_models  # noqa: PLC0415
+    from ..recommend import hardware_key, measured_index, swa_models  # noqa: PLC0415
 
-    m = measured_index(catalog.measurements(model_id=spec.id, status="ok"), load_profiles(),
+    profiles = load_profiles()
+    m = measured_index(catalog.measurements(model_id=spec.id, status="ok"), profiles,
                        swa_models({spec.id: spec})).get(
-        (hw.name.lower(), spec.id, q, eng, batch, ctx, est.kv_dtype))
+        (hardware_key(hw.name, profiles), spec.id, q, eng, batch, ctx, est.kv_dtype))
     if m is not None:
         est = overlay_measurement(est, m)
     if as_json:

@@ -113,7 +113,10 @@ def recommend_command(
     for n in rec.notes:
         info(f"note: {n}")
     if not rec.candidates:
-        info("hint: raise --vram or --max-latency, pick a smaller --context, or see --explain")
+        unknown_only = rec.excluded and all(any("unknown" in r for r in c.excluded) and len(c.excluded) == 1
+                                            for c in rec.excluded)
+        info("hint: this GPU profile has no peak FLOP/s figure, so TTFT is unknown: use --latency-metric tpot"
+             if unknown_only else "hint: raise --vram or --max-latency, pick a smaller --context, or see --explain")
         raise typer.Exit(1)
 
 
