@@ -449,11 +449,25 @@ def _yaml_loader(yaml):  # libyaml's C loader when present (10x faster), else th
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+_PROFILE_CACHE: dict[tuple, list[HardwareProfile]] = {}
+
+
 def load_profiles(directory: Path | str | None = None) -> list[HardwareProfile]:
-    """Read and validate every ``*.yaml`` in ``directory`` (default: the repo's profiles/hardware)."""
+    """Read and validate every ``*.yaml`` in ``directory`` (default: the repo's profiles/hardware).
+    Read once per process for an unchanged directory (records are immutable in use; callers copy to change)."""
+    d = Path(directory) if directory is not None else default_profiles_dir()
+    key = (str(d.resolve()), tuple((p.name, p.stat().st_mtime_ns) for p in sorted(d.glob("*.yaml")))) \
+        if d.is_dir() else None
+    if key in _PROFILE_CACHE:
+        return list(_PROFILE_CACHE[key])
+    profiles = _read_profiles(d)
+    _PROFILE_CACHE[key] = profiles
+    return list(profiles)
+
+
+def _read_profiles(d: Path) -> list[HardwareProfile]:
     import yaml  # lazy: only needed when profiles are read
 
-    d = Path(directory) if directory is not None else default_profiles_dir()
     if not d.is_dir():
         raise UserError(f"hardware profile directory not found: {d}",
                         hint="run from a checkout that has profiles/hardware, or pass the directory")

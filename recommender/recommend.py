@@ -84,12 +84,15 @@ def measured_index(measurements: list[Measurement], profiles: list[HardwareProfi
     context) are left out: the estimates, like llama-server, keep only the window on sliding-window layers. A row's hardware is named as NVML reported it; it is filed under the shipped
     profile with that name (e.g. 'NVIDIA H200' -> 'H200 SXM') so planning with --gpu finds it too."""
     idx: dict[tuple, Measurement] = {}
+    keys: dict[str, str] = {}  # hardware name -> key (a few names, many rows)
     for m in measurements:
         swa_full = m.raw.get("engine", {}).get("details", {}).get("swa_full")
         if m.status != "ok" or (swa_full and m.model_id in swa_models):
             continue  # a full-size sliding-window cache is not the configuration estimated
-        idx.setdefault((hardware_key(m.hardware_name, profiles), m.model_id, m.quant, m.engine, m.batch,
-                        m.context_tokens, m.kv_dtype), m)
+        if m.hardware_name not in keys:
+            keys[m.hardware_name] = hardware_key(m.hardware_name, profiles)
+        idx.setdefault((keys[m.hardware_name], m.model_id, m.quant, m.engine, m.batch, m.context_tokens,
+                        m.kv_dtype), m)
     return idx
 
 
@@ -159,10 +162,13 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
                         elif lat > q.max_latency_ms:
                             reasons.append(f"{q.latency_metric.upper()} {lat:.0f} ms exceeds the limit of "
                                            f"{q.max_latency_ms:.0f} ms")
-                    out.append(Candidate(
-                        **est.model_dump(), params_total=spec.params_total, params_active=spec.params_active,
+                    # model_construct: every field comes from validated records above (no second validation pass
+                    # over ~1,300 candidates: recommend's cold start matters)
+                    out.append(Candidate.model_construct(
+                        **dict(est), params_total=spec.params_total, params_active=spec.params_active,
                         zh_accuracy=zh.value, en_accuracy=en.value, ppl_ratio=ppl.value,
-                        quality={"zh": zh, "en": en, "ppl": ppl}, latency_ms=lat, excluded=reasons))
+                        quality={"zh": zh, "en": en, "ppl": ppl}, latency_ms=lat, excluded=reasons, rank=None,
+                        score=None, score_parts={}))
     return out
 
 
@@ -211,9 +217,15 @@ def recommend(catalog: Catalog, q: Query) -> Recommendation:
     # best-scoring excluded ones, one per model, so --explain shows what the limits cost.
     strongest: list[Candidate] = []
     if infeasible:
-        everyone = [c.model_copy() for c in cands]
-        _apply_scores(everyone, q)
-        strongest = _dedupe(sorted((c for c in everyone if c.excluded), key=_order), 1)[:5]
+        scored = score_rows([_costs(c) for c in cands], q.weights, q.normalization, q.missing)
+        pool = sorted(((s, i) for i, (s, _) in enumerate(scored) if cands[i].excluded),
+                      key=lambda si: (si[0], cands[si[1]].model, si[1]))
+        seen: set[str] = set()
+        for s, i in pool:
+            if cands[i].model not in seen and len(strongest) < 5:
+                seen.add(cands[i].model)
+                strongest.append(cands[i].model_copy(update={
+                    "score": round(s, 6), "score_parts": {k: round(v, 6) for k, v in scored[i][1].items()}}))
     notes = []
     for crit, w in q.weights.items():
         if w and feasible and all(v is None for v in (_costs(c)[crit] for c in feasible)):
