@@ -22,7 +22,7 @@ from typing import Any, Optional, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from recommender.errors import UserError
-from recommender.fuzzy import resolve
+from recommender.engines import resolve_engine
 
 
 class _Strict(BaseModel):
@@ -78,20 +78,20 @@ class Engine(Protocol):
 # --------------------------------------------------------------------------------------------------------------
 # Registry
 # --------------------------------------------------------------------------------------------------------------
+# name (as recommender.engines.ENGINES spells it): (module, class, pip extra)
 ENGINES: dict[str, tuple[str, str, str]] = {
-    # name: (module, class, pip extra)
     "llama.cpp": ("evaluators.llama_cpp", "LlamaCppEngine", "llama"),
     "transformers": ("evaluators.transformers_engine", "TransformersEngine", "transformers"),
     "vllm": ("evaluators.vllm_engine", "VllmEngine", "vllm"),
 }
-ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers"}
 
 
 def engine_name(name: str) -> str:
-    """A registered engine name, or a plugin given as 'package.module:Class' (used as is)."""
+    """A registered engine name (same names and aliases as the planner, recommender.engines), or a plugin given
+    as 'package.module:Class' (used as is)."""
     if ":" in name:
         return name
-    return resolve(name, ENGINES, "engine", aliases=ENGINE_ALIASES, hint_cmd=f"engines: {', '.join(ENGINES)}")
+    return resolve_engine(name)
 
 
 def get_engine(name: str) -> Engine:

@@ -55,8 +55,7 @@ class Estimate(Strict):
 def _family(quant: str) -> str:
     from .quant import QUANTS  # noqa: PLC0415
 
-    fam = QUANTS[quant].family
-    return fam
+    return QUANTS[quant].family
 
 
 def _const(table: dict[str, C.Const] | dict, key: str) -> C.Const:
@@ -205,7 +204,6 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     if prompt_tokens is None:
         prompt_tokens = max(context_tokens - output_tokens, 1)
     family = _family(quant)
-    fam_key = "gguf" if family == "gguf" else family
     if variant is not None:
         wbytes, embd_b, expert_b = variant.weights_bytes, variant.embedding_bytes, variant.expert_bytes
         weights_provenance = variant.weights_bytes_provenance
@@ -239,11 +237,11 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     # --- latency ----------------------------------------------------------------------------------------
     bw = hw.memory_bandwidth_bytes_per_s
     peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"
-    mfu_key = fam_key
+    mfu_key = family
     if engine == "llama.cpp" and family == "gguf" and hw.int8_ops_per_s:
         # llama.cpp multiplies quantized weights with int8 tensor-core kernels (MMQ) during prompt processing
         peak, peak_name, mfu_key = hw.int8_ops_per_s, "INT8 peak", "gguf-int8"
-    eff_c = _const(C.DECODE_BW_EFFICIENCY[engine], fam_key if fam_key in C.DECODE_BW_EFFICIENCY[engine] else "float")
+    eff_c = _const(C.DECODE_BW_EFFICIENCY[engine], family if family in C.DECODE_BW_EFFICIENCY[engine] else "float")
     mfu_c = _const(C.PREFILL_MFU[engine], mfu_key if mfu_key in C.PREFILL_MFU[engine] else "*")
     ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
     ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value

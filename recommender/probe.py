@@ -72,16 +72,16 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
     path = Path(model_or_file).expanduser()
     if path.exists():
         if engine in ("transformers", "vllm"):
-            from .catalog.ingest import _quant_of_config, _read_config  # noqa: PLC0415
+            from .catalog.ingest import quant_of_config, read_config  # noqa: PLC0415
             from .arch import spec_from_config  # noqa: PLC0415
 
             if not (path.is_dir() and (path / "config.json").is_file() and any(path.glob("*.safetensors"))):
                 raise UserError(f"{path} is not a model folder with config.json and *.safetensors",
                                 hint=f"{engine} probes take an HF folder (weights as safetensors, never pickles)")
-            config = _read_config(path / "config.json")
+            config = read_config(path / "config.json")
             spec = spec_from_config(config, model_id=model_id or f"local/{path.name}", source=str(path))
             mid = model_id or match_catalog_model(spec, catalog) or spec.id
-            return ProbeTarget(path, mid, _quant_of_config(config), synthetic=False, spec=spec)
+            return ProbeTarget(path, mid, quant_of_config(config), synthetic=False, spec=spec)
         if engine != "llama.cpp":
             raise UserError(f"probing a model file with {engine} is not supported yet",
                             hint="use --engine llama.cpp with a .gguf file, or a catalog model with --synthetic")

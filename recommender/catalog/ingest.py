@@ -28,7 +28,7 @@ def _id_for_folder(folder: Path) -> str:
     return f"local/{folder.name}"
 
 
-def _read_config(path: Path) -> dict:
+def read_config(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
@@ -68,7 +68,7 @@ def safetensors_bytes(folder: Path) -> Optional[int]:
     return total
 
 
-def _quant_of_config(config: dict) -> str:
+def quant_of_config(config: dict) -> str:
     qc = config.get("quantization_config") or {}
     method = str(qc.get("quant_method", "")).lower()
     bits = qc.get("bits") or qc.get("w_bit")
@@ -90,7 +90,7 @@ def from_config(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, 
     cfg_path = path / "config.json" if path.is_dir() else path
     if not cfg_path.is_file():
         raise UserError(f"no config.json in {folder}", hint="give a config.json, an HF model folder or a .gguf file")
-    config = _read_config(cfg_path)
+    config = read_config(cfg_path)
     hf_id = config.get("_name_or_path")  # transformers writes the hub id here when it saved the config
     if model_id:
         mid = model_id
@@ -103,7 +103,7 @@ def from_config(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, 
     paths: dict[str, str] = {}
     on_disk = safetensors_bytes(folder) if path.is_dir() else None
     if on_disk:
-        q = _quant_of_config(config)
+        q = quant_of_config(config)
         variants = [v if v.quant != q else v.model_copy(update={
             "weights_bytes": on_disk, "weights_bytes_provenance": "measured",
             "bits_per_weight": round(8 * on_disk / spec.params_total, 4) if spec.params_total else 0.0,
