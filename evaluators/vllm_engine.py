@@ -4,9 +4,10 @@ The KV cache is capped explicitly (``kv_cache_memory_bytes``; on CPU, ``VLLM_CPU
 configuration needs, so the peak memory measured is the model's need and not vLLM's up-front reservation of
 ``gpu_memory_utilization`` of the device; vLLM's own KV size (blocks x block size) is recorded with the row.
 
-The offline API returns whole requests, not token streams, so TTFT is the end-to-end time of the same requests with
-``max_tokens=1`` (the prefill plus one sampling step), and TPOT = (E2E - TTFT)/(n_out - 1) from the full requests;
-ITL percentiles are not available for this engine. Generation ignores end-of-sequence tokens and always produces
+The offline API returns whole requests, not token streams: TTFT and the decode span come from vLLM's own per-request
+stats (``RequestOutput.metrics``: ``first_token_latency``, ``first_token_ts``, ``last_token_ts``; stats logging is
+turned on for this), and TPOT = (E2E - TTFT)/(n_out - 1). Where a vLLM build gives no such stats, TTFT falls back to
+the end-to-end time of the same requests with ``max_tokens=1``. ITL percentiles are not available for this engine. Generation ignores end-of-sequence tokens and always produces
 ``output_tokens`` tokens.
 """
 
@@ -41,7 +42,8 @@ class VllmEngine:
                       dtype=str(s.extra.get("dtype", "auto")), trust_remote_code=bool(s.extra.get("trust_remote_code")),
                       seed=0, enforce_eager=bool(s.extra.get("enforce_eager", on_cpu)),
                       enable_prefix_caching=False,  # repeats reuse prompts: a cache hit would skip the prefill
-                      skip_tokenizer_init=True)  # probes feed token ids: a folder needs no tokenizer
+                      skip_tokenizer_init=True,  # probes feed token ids: a folder needs no tokenizer
+                      disable_log_stats=False)  # per-request timing stats (first/last token)
         if s.kv_dtype in {"fp8", "fp8_e4m3", "fp8_e5m2"}:
             kwargs["kv_cache_dtype"] = s.kv_dtype
         if on_cpu:
@@ -61,7 +63,7 @@ class VllmEngine:
                                    "cpu_kvcache_space_gib": os.environ.get("VLLM_CPU_KVCACHE_SPACE") if on_cpu
                                    else None, **{k: v for k, v in kwargs.items() if k != "model"}})
 
-    def _run(self, prompts, n: int) -> float:
+    def _run(self, prompts, n: int):
         from vllm import SamplingParams  # noqa: PLC0415
 
         params = SamplingParams(max_tokens=n, min_tokens=n, temperature=0.0, ignore_eos=True, detokenize=False)
@@ -71,16 +73,24 @@ class VllmEngine:
         got = [len(o.outputs[0].token_ids) for o in outs]
         if any(g != n for g in got):
             raise RuntimeError(f"vLLM produced {got} tokens, {n} were asked for")
-        return dt
+        return dt, outs
 
     def measure(self, shape: RequestShape) -> RunTiming:
         B, P, N = shape.batch, shape.prompt_tokens, shape.output_tokens
         rng = random.Random(shape.seed)
         lo = min(100, self.n_vocab - 1)
         prompts = [{"prompt_token_ids": [rng.randrange(lo, self.n_vocab) for _ in range(P)]} for _ in range(B)]
-        ttft = self._run(prompts, 1)
-        e2e = self._run(prompts, N)
-        return RunTiming(token_times_ms=[[ttft, e2e] for _ in range(B)], n_tokens=[N] * B)
+        e2e, outs = self._run(prompts, N)
+        stats = [getattr(o, "metrics", None) for o in outs]
+        if all(getattr(st, "first_token_latency", None) for st in stats):
+            times = []
+            for st in stats:  # per request: TTFT from vLLM, then its own first->last token span
+                ttft = st.first_token_latency * 1e3
+                times.append([ttft, ttft + (st.last_token_ts - st.first_token_ts) * 1e3])
+        else:
+            ttft, _ = self._run(prompts, 1)
+            times = [[ttft, e2e] for _ in range(B)]
+        return RunTiming(token_times_ms=times, n_tokens=[N] * B)
 
     def unload(self) -> None:
         self.llm = None
