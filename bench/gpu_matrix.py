@@ -86,11 +86,10 @@ def main() -> None:
                 print("time budget spent", file=sys.stderr)
                 return
             if args.engine == "transformers":  # random weights built on the GPU by the engine itself
-                from recommender.probe import hf_config_for  # noqa: PLC0415
+                from recommender.probe import synthetic_transformers_target  # noqa: PLC0415
 
                 path = None
-                target = ProbeTarget(f"synthetic:{spec.id}", spec.id, quant, synthetic=True, spec=spec,
-                                     extra={"hf_config": hf_config_for(spec), "dtype": quant.lower()})
+                target = synthetic_transformers_target(spec, quant)
             else:
                 need = weights_bytes(spec, quant)
                 free = shutil.disk_usage(args.cache).free

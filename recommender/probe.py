@@ -63,6 +63,12 @@ def hf_config_for(spec: ModelSpec) -> dict:
                     hint="add the model with `recommender catalog add path/to/config.json` first")
 
 
+def synthetic_transformers_target(spec: ModelSpec, quant: str) -> ProbeTarget:
+    """A random-weight transformers model with spec's exact architecture, built by the engine on its device."""
+    return ProbeTarget(f"synthetic:{spec.id}", spec.id, quant, synthetic=True, spec=spec,
+                       extra={"hf_config": hf_config_for(spec), "dtype": quant.lower()})
+
+
 def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthetic: bool, catalog: Catalog,
                    model_id: Optional[str] = None) -> ProbeTarget:
     """A .gguf file (llama.cpp) or an HF folder (transformers), validated before any engine starts, or a catalog
@@ -107,8 +113,7 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
     if engine == "transformers":
         if QUANTS[q].family != "float":
             raise UserError(f"synthetic {q} models for transformers are not supported", hint="use --quant BF16 or F16")
-        return ProbeTarget(f"synthetic:{spec.id}", spec.id, q, synthetic=True, spec=spec,
-                           extra={"hf_config": hf_config_for(spec), "dtype": q.lower()})
+        return synthetic_transformers_target(spec, q)
     if engine == "vllm":
         if QUANTS[q].family != "float":
             raise UserError(f"synthetic {q} models for vLLM are not supported", hint="use --quant BF16 or F16")
