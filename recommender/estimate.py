@@ -45,8 +45,11 @@ class Estimate(Strict):
     decode_tokens_per_s: Optional[float]  # per sequence
     throughput_tokens_per_s: Optional[float]  # batch x per-sequence decode rate
     decode_bytes_per_step: int  # bytes read from GPU memory per decode step (weights touched + KV of every sequence)
+    decode_kv_bytes_per_step: int = 0  # the KV-cache part of decode_bytes_per_step
     prefill_flops: float  # FLOPs of the prefill of prompt_tokens x batch
+    prefill_attention_flops: float = 0.0  # the attention (QK^T, AV) part of prefill_flops
     bandwidth_utilization: Optional[float] = None  # decode_bytes_per_step x steps/s / bandwidth
+    intervals: dict[str, list[float]] = Field(default_factory=dict)  # field -> [low, high] (calibrated figures)
     provenance: dict[str, Provenance]
     basis: dict[str, str]
     notes: list[str] = Field(default_factory=list)
@@ -139,11 +142,13 @@ def _heads_dim(spec: ModelSpec) -> int:
                                        else spec.head_dim)
 
 
-def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
-    """2 x params x tokens for the matmuls (Kaplan et al. 2020, C_forward ~ 2N per token) plus attention:
-    QK^T and AV cost 2 FLOPs x head_dim for each (query, key) pair and head -> 4 x pairs x heads x head_dim per
-    layer, pairs counted causally (and within the window on sliding-window layers).
-    The output projection runs for the last token only (llama.cpp and vLLM compute logits of the last position)."""
+def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tuple[float, float]:
+    """(matmul, attention) FLOPs of a prefill of ``prompt_tokens`` x ``batch``.
+
+    Matmuls: 2 x params x tokens (Kaplan et al. 2020, C_forward ~ 2N per token). Attention: QK^T and AV cost
+    2 FLOPs x head_dim for each (query, key) pair and head -> 4 x pairs x heads x head_dim per layer, pairs counted
+    causally (and within the window on sliding-window layers). The output projection runs for the last token only
+    (llama.cpp and vLLM compute logits of the last position)."""
     embd = spec.vocab_size * spec.hidden_size
     out_proj = 0 if spec.tie_word_embeddings else embd
     matmul = _dense_matmul_params(spec, embd) - out_proj
@@ -151,7 +156,12 @@ def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
     pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
                                                                                             spec.sliding_window)
     attn = 4.0 * _heads_dim(spec) * pairs
-    return batch * (2.0 * matmul * prompt_tokens + attn + 2.0 * spec.vocab_size * spec.hidden_size)
+    return batch * (2.0 * matmul * prompt_tokens + 2.0 * spec.vocab_size * spec.hidden_size), batch * attn
+
+
+def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
+    """All FLOPs of a prefill (:func:`prefill_flops_parts`, summed)."""
+    return sum(prefill_flops_parts(spec, prompt_tokens, batch))
 
 
 def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
@@ -260,7 +270,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     mean_ctx = min(prompt_tokens + output_tokens / 2, context_tokens)
     kv_read = kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0
     step_bytes = int(step_weights + kv_read)
-    pre_flops = prefill_flops(spec, prompt_tokens, batch)
+    pre_mm, pre_attn = prefill_flops_parts(spec, prompt_tokens, batch)
+    pre_flops = pre_mm + pre_attn
 
     ttft = tpot = e2e = dec_tps = thr = util = None
     if bw:
@@ -298,7 +309,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         weights_gpu_bytes=gpu_weights, host_weights_bytes=host, kv_bytes_per_token=kv_pt, kv_cache_bytes=kv_total,
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, decode_tokens_per_s=dec_tps,
-        throughput_tokens_per_s=thr, decode_bytes_per_step=step_bytes, prefill_flops=pre_flops,
+        throughput_tokens_per_s=thr, decode_bytes_per_step=step_bytes, decode_kv_bytes_per_step=int(kv_read),
+        prefill_flops=pre_flops, prefill_attention_flops=pre_attn,
         bandwidth_utilization=util, provenance=prov, basis=basis, notes=notes)
 
 

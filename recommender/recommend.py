@@ -121,6 +121,9 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
     measured = measured_index(catalog.measurements(status="ok"), profiles, swa_models(models))
     hw_key = hardware_key(q.hardware.name, profiles)
     hw = q.hardware
+    from .calibration import load_calibrator  # noqa: PLC0415
+
+    calibrator = load_calibrator(catalog)
     wl = q.workload
     wanted = set(q.models)
     out: list[Candidate] = []
@@ -138,11 +141,14 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
             if q.engines and engine not in q.engines:
                 continue
             unsupported = engine_supported(engine, qs.family, quant, hw)
+            calibrated = calibrator.has(engine, hw_key)
             for ctx in wl.contexts:
                 for batch in wl.batches:
                     prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
                     est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
                                    output_tokens=wl.output_tokens, variant=variant)
+                    if calibrated:
+                        est = calibrator.apply(est, spec, hw, hw_key)
                     m = measured.get((hw_key, mid, quant, engine, batch, ctx, est.kv_dtype))
                     if m is not None:
                         est = overlay_measurement(est, m)

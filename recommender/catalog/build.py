@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from .. import __version__
+from ..calibration import CALIBRATION_VERSION, META_KEY
 from ..errors import UserError
 from ..types import Measurement, ModelSpec, Variant
 from .store import CatalogWriter
@@ -37,7 +38,7 @@ def sources_digest(sources: Path) -> str:
     from ..quant import RULES_VERSION  # noqa: PLC0415
 
     h = hashlib.sha256()
-    h.update(f"rules={RULES_VERSION}\n".encode())
+    h.update(f"rules={RULES_VERSION}\ncalibration={CALIBRATION_VERSION}\n".encode())
     for p in source_files(sources):
         h.update(str(p.relative_to(sources)).encode() + b"\0")
         h.update(p.read_bytes() + b"\0")
@@ -100,6 +101,19 @@ def load_measurements(sources: Path) -> list[Measurement]:
     return out
 
 
+def shipped_calibration(models: list[ModelSpec], measurements: list[Measurement]):
+    """The calibration fitted on the shipped measured rows (scikit-learn: the `tune` extra)."""
+    from ..calibration import fit_catalog_rows  # noqa: PLC0415
+    from ..hardware import load_profiles  # noqa: PLC0415
+
+    try:
+        import sklearn  # noqa: F401, PLC0415
+    except ImportError:
+        raise UserError("building the catalog fits the calibration, which needs scikit-learn",
+                        hint="pip install -e '.[tune]'") from None
+    return fit_catalog_rows(measurements, {m.id: m for m in models}, load_profiles())
+
+
 def build_catalog(out_path: Path, sources: Path) -> dict:
     """Write a fresh catalog to ``out_path`` (atomically: a temp file renamed into place). Returns counts."""
     out_path = Path(out_path)
@@ -115,7 +129,8 @@ def build_catalog(out_path: Path, sources: Path) -> dict:
             w.put_models(items)
             w.put_scores(scores)
             w.put_measurements(measurements)
-            w.put_meta({"sources_sha256": sources_digest(sources), "built_by": f"llm-recommender {__version__}"})
+            w.put_meta({"sources_sha256": sources_digest(sources), "built_by": f"llm-recommender {__version__}",
+                        META_KEY: shipped_calibration(models, measurements).model_dump_json()})
         os.replace(tmp, out_path)
     finally:
         for p in (tmp, tmp + ".wal"):

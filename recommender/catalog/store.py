@@ -216,6 +216,10 @@ class Catalog:
     def meta(self) -> dict[str, str]:
         return dict(self.con.execute("SELECT key, value FROM catalog_meta").fetchall())
 
+    def meta_values(self, key: str) -> list[str]:
+        """One meta key's values, the user overlay's first (e.g. machine calibrations before the shipped one)."""
+        return [r[0] for r in self._rows("value", "catalog_meta", "WHERE key = ?", [key])]
+
 
 _MEASUREMENT_COLS = [
     "id", "hardware_fingerprint", "hardware_name", "engine", "engine_version", "model_id", "quant", "batch",

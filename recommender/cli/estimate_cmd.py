@@ -62,6 +62,9 @@ def estimate_command(
     from ..recommend import hardware_key, measured_index, swa_models  # noqa: PLC0415
 
     profiles = load_profiles()
+    from ..calibration import load_calibrator  # noqa: PLC0415
+
+    est = load_calibrator(catalog).apply(est, spec, hw, hardware_key(hw.name, profiles))
     m = measured_index(catalog.measurements(model_id=spec.id, status="ok"), profiles,
                        swa_models({spec.id: spec})).get(
         (hardware_key(hw.name, profiles), spec.id, q, eng, batch, ctx, est.kv_dtype))
@@ -71,6 +74,12 @@ def estimate_command(
         emit_json(est.model_dump(mode="json"))
         return
     print_estimate(est)
+
+
+def _interval(est, field: str, fmt) -> str:
+    """' [low-high]' after a calibrated figure (10-90 % of held-out errors), else nothing."""
+    iv = est.intervals.get(field) if est.provenance.get(field) == "calibrated" else None
+    return f" [{fmt(iv[0])}–{fmt(iv[1])}]" if iv else ""
 
 
 def print_estimate(est) -> None:
@@ -92,9 +101,10 @@ def print_estimate(est) -> None:
                                                                                   p["kv_cache_bytes"])),
         ("compute buffers", mark(fmt_bytes(est.compute_buffer_bytes), p["overhead_bytes"])),
         ("runtime overhead", mark(fmt_bytes(est.runtime_overhead_bytes), p["overhead_bytes"])),
-        ("total GPU memory", mark(fmt_bytes(est.total_vram_bytes), p["total_vram_bytes"])),
-        ("TTFT", mark(fmt_ms(est.ttft_ms), p["ttft_ms"])),
-        ("TPOT", mark(fmt_ms(est.tpot_ms), p["tpot_ms"])),
+        ("total GPU memory", mark(fmt_bytes(est.total_vram_bytes), p["total_vram_bytes"])
+         + _interval(est, "total_vram_bytes", fmt_bytes)),
+        ("TTFT", mark(fmt_ms(est.ttft_ms), p["ttft_ms"]) + _interval(est, "ttft_ms", fmt_ms)),
+        ("TPOT", mark(fmt_ms(est.tpot_ms), p["tpot_ms"]) + _interval(est, "tpot_ms", fmt_ms)),
         ("E2E", mark(fmt_ms(est.e2e_ms), p["e2e_ms"])),
         ("decode tok/s (per sequence)", mark("?" if est.decode_tokens_per_s is None
                                              else f"{est.decode_tokens_per_s:.1f}", p["decode_tokens_per_s"])),

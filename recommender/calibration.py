@@ -1,0 +1,382 @@
+"""Calibrated predictions: the analytical estimate corrected by what was measured on the same hardware.
+
+Two kinds of fitted term, one per (engine, hardware, metric):
+
+* ``linear`` — a hardware with many measured rows (>= MIN_ROWS_LINEAR rows from >= MIN_MODELS_LINEAR models) gets a
+  non-negative linear model on roofline features (scikit-learn ``LinearRegression(positive=True)``, rows weighted by
+  1/y^2 so that the fit minimizes relative error). The features are the terms of the analytical estimate
+  (docs/estimates.md), split where the measured rows show they behave differently:
+
+  - TPOT (ms):  weight bytes read per step / bandwidth, one column per kernel class (F16/BF16, Q8_0, K-quants,
+    legacy Q4_0-Q5_1, ...): its coefficient is 1 / achieved bandwidth fraction; KV bytes read per step / bandwidth;
+    layers (per-layer kernel-launch and host cost per step); layers x (batch - 1); (batch - 1) x 2 x active params /
+    peak (the extra compute of batched quantized matmuls).
+  - TTFT (ms): matmul FLOPs / peak, one column per kernel class (1 / MFU); attention FLOPs / FP16 peak;
+    layers x micro-batches; micro-batches x weight bytes / bandwidth.
+  - peak VRAM (bytes): weights on the GPU, KV cache for the context, KV cache of the tokens actually held
+    (transformers' dynamic cache), compute buffer; intercept = runtime context.
+
+* ``scale`` — a hardware with only a few rows (``recommender calibrate`` runs one short probe) gets one factor per
+  metric on the analytical estimate: measured / estimated, median over its rows.
+
+Every calibrated figure carries an interval: the 10th-90th percentile of the held-out relative errors of the same kind
+of term (leave-one-model-out for ``linear``, leave-one-hardware-out one-probe calibration for ``scale``), so the
+interval says how far such predictions were from measurements on models they had not seen.
+
+Fitting needs scikit-learn (the ``tune`` extra); prediction is pure Python, so ``recommend`` starts fast.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from datetime import datetime, timezone
+from typing import Iterable, Literal, Optional
+
+from pydantic import Field
+
+from .estimate import Estimate, estimate, kv_cache_bytes
+from .types import HardwareProfile, Measurement, ModelSpec, Strict
+
+CALIBRATION_VERSION = "cal-v1"
+MIN_ROWS_LINEAR = 12  # rows needed for a full linear model on one hardware (up to 9 features)
+MIN_MODELS_LINEAR = 3  # ... from at least this many models, so per-model effects average out
+INTERVAL_QUANTILES = (0.10, 0.90)  # the interval shown with a calibrated figure (80 % of held-out errors)
+# Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
+# so these only keep the features of the order of milliseconds.
+NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
+NOMINAL_PEAK_FLOPS_PER_S = 1e12
+LLAMA_CPP_N_UBATCH = 512  # llama.cpp prompt micro-batch (constants.LLAMA_CPP_N_UBATCH)
+
+Metric = Literal["tpot_ms", "ttft_ms", "total_vram_bytes"]
+METRICS: tuple[Metric, ...] = ("tpot_ms", "ttft_ms", "total_vram_bytes")
+MEASURED_FIELD = {"tpot_ms": "tpot_ms", "ttft_ms": "ttft_ms", "total_vram_bytes": "peak_vram_bytes"}
+
+
+class Term(Strict):
+    engine: str
+    hardware: str  # hardware key (recommend.hardware_key)
+    metric: Metric
+    kind: Literal["linear", "scale"]
+    features: list[str] = Field(default_factory=list)
+    coef: list[float] = Field(default_factory=list)
+    intercept: float = 0.0
+    scale: float = 1.0
+    n_rows: int
+    models: list[str]
+    interval: list[float]  # [low, high] quantiles of held-out relative errors (predicted - measured) / measured
+    basis: str
+
+
+class CalibrationSet(Strict):
+    version: str = CALIBRATION_VERSION
+    fitted_at: str
+    fitted_by: str  # sklearn version
+    terms: list[Term]
+
+    def index(self) -> dict[tuple[str, str, str], Term]:
+        return {(t.engine, t.hardware, t.metric): t for t in self.terms}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Features
+# --------------------------------------------------------------------------------------------------------------
+def kernel_class(quant: str) -> str:
+    """Quantizations whose kernels read weights alike (one efficiency coefficient each)."""
+    q = quant.upper()
+    if q in ("F16", "BF16", "F32"):
+        return "float"
+    if q == "Q8_0":
+        return "q8_0"
+    if "_K" in q:
+        return "kquant"
+    if q.startswith("IQ"):
+        return "iquant"
+    if q in ("Q4_0", "Q4_1", "Q5_0", "Q5_1"):
+        return "legacy"
+    return q.lower()
+
+
+def _scales(hw: HardwareProfile, quant: str) -> tuple[float, float, float]:
+    bw = hw.memory_bandwidth_bytes_per_s or NOMINAL_BANDWIDTH_BYTES_PER_S
+    if hw.backend == "cpu":
+        bw = NOMINAL_BANDWIDTH_BYTES_PER_S
+    peak = hw.fp16_flops_per_s or NOMINAL_PEAK_FLOPS_PER_S
+    peak_q = hw.int8_ops_per_s if (kernel_class(quant) != "float" and hw.int8_ops_per_s) else peak
+    return bw, peak, peak_q
+
+
+def features(metric: Metric, est: Estimate, spec: ModelSpec, hw: HardwareProfile) -> dict[str, float]:
+    """The named features of one configuration for one metric (module docstring)."""
+    bw, peak, peak_q = _scales(hw, est.quant)
+    cls = kernel_class(est.quant)
+    b = est.batch
+    if metric == "tpot_ms":
+        weights = est.decode_bytes_per_step - est.decode_kv_bytes_per_step
+        return {f"weights/bw:{cls}": weights / bw * 1e3, "kv/bw": est.decode_kv_bytes_per_step / bw * 1e3,
+                "layers": float(spec.num_layers), "layers*(batch-1)": float(spec.num_layers * (b - 1)),
+                "(batch-1)*2N/peak": (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3}
+    if metric == "ttft_ms":
+        tokens = est.prompt_tokens * b
+        chunks = math.ceil(tokens / LLAMA_CPP_N_UBATCH) if est.engine == "llama.cpp" else 1
+        mm = est.prefill_flops - est.prefill_attention_flops
+        return {f"matmul/peak:{cls}": mm / peak_q * 1e3, "attention/peak": est.prefill_attention_flops / peak * 1e3,
+                "layers*ubatches": float(spec.num_layers * chunks),
+                "ubatches*weights/bw": chunks * est.weights_gpu_bytes / bw * 1e3}
+    held = kv_cache_bytes(spec, min(est.prompt_tokens + est.output_tokens, est.context_tokens), b, est.engine,
+                          est.kv_dtype)
+    return {"weights_gpu": float(est.weights_gpu_bytes), "kv_cache": float(est.kv_cache_bytes),
+            "kv_held": float(held), "compute_buffer": float(est.compute_buffer_bytes)}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Training rows
+# --------------------------------------------------------------------------------------------------------------
+class Row(Strict):
+    engine: str
+    hardware: str
+    model: str
+    quant: str
+    batch: int
+    metric: Metric
+    x: dict[str, float]
+    y: float
+    analytic: Optional[float]  # what the analytical estimate said
+    measurement_id: str
+
+
+def row_profile(m: Measurement, profiles: list[HardwareProfile]) -> HardwareProfile:
+    """The shipped profile of a measured row's hardware, else a nominal CPU-host profile (features scaled by the
+    NOMINAL_* constants; memory is not modelled)."""
+    from .hardware import match_profile  # noqa: PLC0415
+
+    prof = match_profile(m.hardware_name, profiles)
+    if prof is not None:
+        return prof
+    return HardwareProfile(name=m.hardware_name, vendor="host", memory_bytes=1,
+                           memory_bandwidth_bytes_per_s=NOMINAL_BANDWIDTH_BYTES_PER_S, backend="cpu",
+                           sources={"memory_bandwidth_bytes_per_s": "nominal scale (calibration features only)"})
+
+
+def usable(m: Measurement, spec: Optional[ModelSpec]) -> bool:
+    if m.status != "ok" or spec is None:
+        return False
+    # llama.cpp full-size sliding-window caches (swa_full) are not the configuration the estimate models
+    return not (spec.num_swa_layers and m.raw.get("engine", {}).get("details", {}).get("swa_full"))
+
+
+def training_rows(measurements: Iterable[Measurement], specs: dict[str, ModelSpec],
+                  profiles: list[HardwareProfile]) -> list[Row]:
+    from .recommend import hardware_key  # noqa: PLC0415
+
+    rows: list[Row] = []
+    for m in measurements:
+        spec = specs.get(m.model_id)
+        if not usable(m, spec):
+            continue
+        hw = row_profile(m, profiles)
+        try:
+            est = estimate(spec, m.quant, m.engine, hw, context_tokens=m.context_tokens, batch=m.batch,
+                           prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
+        except (KeyError, ValueError):
+            continue
+        key = hardware_key(m.hardware_name, profiles)
+        for metric in METRICS:
+            y = getattr(m, MEASURED_FIELD[metric])
+            if not y:
+                continue
+            rows.append(Row(engine=m.engine, hardware=key, model=m.model_id, quant=m.quant, batch=m.batch,
+                            metric=metric, x=features(metric, est, spec, hw), y=float(y),
+                            analytic=getattr(est, metric), measurement_id=m.id))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Fitting (scikit-learn, lazy) and prediction (pure Python)
+# --------------------------------------------------------------------------------------------------------------
+def _fit_linear(rows: list[Row]) -> tuple[list[str], list[float], float]:
+    from sklearn.linear_model import LinearRegression  # noqa: PLC0415
+
+    names = sorted({k for r in rows for k in r.x})
+    X = [[r.x.get(n, 0.0) for n in names] for r in rows]
+    y = [r.y for r in rows]
+    w = [1.0 / (r.y * r.y) for r in rows]  # relative-error weighting
+    reg = LinearRegression(positive=True)
+    reg.fit(X, y, sample_weight=w)
+    return names, [float(c) for c in reg.coef_], float(reg.intercept_)
+
+
+def _predict_linear(names: list[str], coef: list[float], intercept: float, x: dict[str, float]) -> Optional[float]:
+    known = set(names)
+    if any(v and k not in known for k, v in x.items()):
+        return None  # a kernel class this hardware has no measured rows for
+    return intercept + sum(c * x.get(n, 0.0) for n, c in zip(names, coef))
+
+
+def _fit_scale(rows: list[Row]) -> Optional[float]:
+    ratios = [r.y / r.analytic for r in rows if r.analytic]
+    return statistics.median(ratios) if ratios else None
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return 0.0
+    pos = q * (len(xs) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def group_rows(rows: list[Row]) -> dict[tuple[str, str, str], list[Row]]:
+    groups: dict[tuple[str, str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.engine, r.hardware, r.metric), []).append(r)
+    return groups
+
+
+def linear_ok(rows: list[Row]) -> bool:
+    return len(rows) >= MIN_ROWS_LINEAR and len({r.model for r in rows}) >= MIN_MODELS_LINEAR
+
+
+def lomo_errors(rows: list[Row]) -> list[tuple[Row, float]]:
+    """Leave-one-model-out: each model's rows predicted by a linear model fitted on the other models' rows.
+    Returns (row, relative error) for every row that could be predicted."""
+    out = []
+    for model in sorted({r.model for r in rows}):
+        train = [r for r in rows if r.model != model]
+        if not linear_ok(train):
+            continue
+        names, coef, icpt = _fit_linear(train)
+        for r in rows:
+            if r.model == model:
+                p = _predict_linear(names, coef, icpt, r.x)
+                if p is not None and p > 0:
+                    out.append((r, (p - r.y) / r.y))
+    return out
+
+
+def one_probe_errors(rows: list[Row]) -> list[tuple[Row, float]]:
+    """Leave-one-hardware-out with one calibration probe: the hardware's other rows predicted by the analytical
+    estimate x (measured / estimated) of its smallest-model batch-1 row — what `recommender calibrate` does on a
+    hardware the shipped catalog has not measured."""
+    probes = sorted((r for r in rows if r.batch == 1 and r.analytic),
+                    key=lambda r: (r.x.get("layers", 0) + sum(v for k, v in r.x.items() if k.startswith("weights")),
+                                   r.model, r.quant))
+    if not probes:
+        return []
+    probe = probes[0]
+    s = probe.y / probe.analytic
+    return [(r, (s * r.analytic - r.y) / r.y) for r in rows
+            if r.measurement_id != probe.measurement_id and r.analytic]
+
+
+def fit(rows: list[Row], *, scale_interval: Optional[dict[str, list[float]]] = None) -> CalibrationSet:
+    """One term per (engine, hardware, metric) group: linear where the group is large enough, else a scale."""
+    import sklearn  # noqa: PLC0415
+
+    terms: list[Term] = []
+    scale_interval = scale_interval or {}
+    for (engine, hw, metric), grp in sorted(group_rows(rows).items()):
+        models = sorted({r.model for r in grp})
+        if linear_ok(grp):
+            names, coef, icpt = _fit_linear(grp)
+            errs = [e for _, e in lomo_errors(grp)]
+            interval = [_quantile(errs, INTERVAL_QUANTILES[0]), _quantile(errs, INTERVAL_QUANTILES[1])]
+            terms.append(Term(engine=engine, hardware=hw, metric=metric, kind="linear", features=names, coef=coef,
+                              intercept=icpt, n_rows=len(grp), models=models, interval=interval,
+                              basis=(f"{CALIBRATION_VERSION} linear fit on {len(grp)} measured rows of {len(models)} "
+                                     f"models on {hw} ({engine}); interval = 10-90 % of leave-one-model-out errors")))
+        else:
+            s = _fit_scale(grp)
+            if s is None:
+                continue
+            interval = scale_interval.get(metric, [0.0, 0.0])
+            terms.append(Term(engine=engine, hardware=hw, metric=metric, kind="scale", scale=s, n_rows=len(grp),
+                              models=models, interval=interval,
+                              basis=(f"{CALIBRATION_VERSION} analytical estimate x {s:.3f} (measured/estimated over "
+                                     f"{len(grp)} rows on {hw}, {engine}); interval = 10-90 % of one-probe "
+                                     f"leave-one-hardware-out errors")))
+    return CalibrationSet(fitted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          fitted_by=f"scikit-learn {sklearn.__version__}", terms=terms)
+
+
+def scale_intervals(rows: list[Row]) -> dict[str, list[float]]:
+    """Per metric, the 10-90 % range of one-probe calibration errors pooled over every (engine, hardware) group."""
+    pooled: dict[str, list[float]] = {}
+    for (_e, _h, metric), grp in group_rows(rows).items():
+        pooled.setdefault(metric, []).extend(e for _, e in one_probe_errors(grp))
+    return {m: [_quantile(v, INTERVAL_QUANTILES[0]), _quantile(v, INTERVAL_QUANTILES[1])]
+            for m, v in pooled.items() if v}
+
+
+def fit_catalog_rows(measurements: Iterable[Measurement], specs: dict[str, ModelSpec],
+                     profiles: list[HardwareProfile]) -> CalibrationSet:
+    rows = training_rows(measurements, specs, profiles)
+    return fit(rows, scale_interval=scale_intervals(rows))
+
+
+def predict_term(t: Term, x: dict[str, float], analytic: Optional[float]) -> Optional[float]:
+    if t.kind == "scale":
+        return None if analytic is None else analytic * t.scale
+    p = _predict_linear(t.features, t.coef, t.intercept, x)
+    return p if p is not None and p > 0 else None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Applying a calibration to an estimate
+# --------------------------------------------------------------------------------------------------------------
+META_KEY = "calibration"
+
+
+def load_calibrator(catalog) -> "Calibrator":
+    """The calibrations stored in a catalog: the user overlay's (this machine) first, then the shipped one."""
+    return Calibrator([CalibrationSet.model_validate_json(v) for v in catalog.meta_values(META_KEY)])
+
+
+class Calibrator:
+    """Looks up terms by (engine, hardware key, metric); user (machine) terms win over shipped ones."""
+
+    def __init__(self, sets: list[CalibrationSet]) -> None:
+        self.terms: dict[tuple[str, str, str], Term] = {}
+        for s in reversed(sets):  # later (shipped) first, earlier (user) overrides
+            self.terms.update(s.index())
+
+    def has(self, engine: str, hardware: str) -> bool:
+        return any((engine, hardware, m) in self.terms for m in METRICS)
+
+    def apply(self, est: Estimate, spec: ModelSpec, hw: HardwareProfile, hw_key: str) -> Estimate:
+        upd: dict = {}
+        prov = dict(est.provenance)
+        basis = dict(est.basis)
+        intervals = dict(est.intervals)
+        for metric in METRICS:
+            t = self.terms.get((est.engine, hw_key, metric))
+            if t is None:
+                continue
+            if metric == "total_vram_bytes" and hw.backend == "cpu":
+                continue
+            val = predict_term(t, features(metric, est, spec, hw), getattr(est, metric))
+            if val is None:
+                continue
+            upd[metric] = int(round(val)) if metric == "total_vram_bytes" else val
+            prov[metric] = "calibrated"
+            basis[f"calibrated_{metric}"] = t.basis
+            # held-out relative errors e = (predicted - measured) / measured, so measured = predicted / (1 + e)
+            lo, hi = t.interval
+            intervals[metric] = [val / (1 + hi), val / (1 + lo) if lo > -1 else math.inf]
+        if "tpot_ms" in upd:
+            tpot = upd["tpot_ms"]
+            upd["decode_tokens_per_s"] = 1000.0 / tpot
+            upd["throughput_tokens_per_s"] = est.batch * 1000.0 / tpot
+            upd["bandwidth_utilization"] = (est.decode_bytes_per_step * 1000.0 / tpot / hw.memory_bandwidth_bytes_per_s
+                                            if hw.memory_bandwidth_bytes_per_s else None)
+            prov["decode_tokens_per_s"] = prov["throughput_tokens_per_s"] = "calibrated"
+        if "tpot_ms" in upd or "ttft_ms" in upd:
+            ttft = upd.get("ttft_ms", est.ttft_ms)
+            tpot = upd.get("tpot_ms", est.tpot_ms)
+            if ttft is not None and tpot is not None:
+                upd["e2e_ms"] = ttft + (est.output_tokens - 1) * tpot
+                prov["e2e_ms"] = "calibrated"
+        if not upd:
+            return est
+        return est.model_copy(update={**upd, "provenance": prov, "basis": basis, "intervals": intervals})
