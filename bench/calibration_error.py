@@ -47,13 +47,20 @@ def report() -> list[dict]:
     specs = {m.id: m for m in load_models(SOURCES_DIR)}
     rows = training_rows(load_measurements(SOURCES_DIR), specs, load_profiles())
     out = []
+    pooled: dict[tuple[str, str], list[float]] = {}
     for (engine, hw, metric), grp in sorted(group_rows(rows).items()):
-        analytic = [_as_metric(metric, (r.analytic - r.y) / r.y) for r in grp if r.analytic]
+        # a CPU host has no sourced bandwidth/FLOP/s: its "analytical" figure is on a nominal scale, not an estimate
+        analytic = [_as_metric(metric, (r.analytic - r.y) / r.y) for r in grp if r.analytic and not r.nominal]
         lomo = [_as_metric(metric, e) for _, e in lomo_errors(grp)]
         loho = [_as_metric(metric, e) for _, e in one_probe_errors(grp)]
+        pooled.setdefault((hw, metric), []).extend(lomo)
         out.append({"engine": engine, "hardware": hw, "metric": LABEL[metric], "rows": len(grp),
                     "models": len({r.model for r in grp}), "analytical": _stats(analytic),
                     "lomo": _stats(lomo), "loho_one_probe": _stats(loho)})
+    for (hw, metric), errs in sorted(pooled.items()):  # every engine of one hardware together
+        if len({r["engine"] for r in out if r["hardware"] == hw}) > 1 and errs:
+            out.append({"engine": "all", "hardware": hw, "metric": LABEL[metric], "rows": len(errs), "models": None,
+                        "analytical": {"n": 0}, "lomo": _stats(errs), "loho_one_probe": {"n": 0}})
     return out
 
 

@@ -14,7 +14,8 @@ Two kinds of fitted term, one per (engine, hardware, metric):
   - TTFT (ms): matmul FLOPs / peak, one column per kernel class (1 / MFU); attention FLOPs / FP16 peak;
     layers x micro-batches; micro-batches x weight bytes / bandwidth.
   - peak VRAM (bytes): weights on the GPU, KV cache for the context, KV cache of the tokens actually held
-    (transformers' dynamic cache), compute buffer; intercept = runtime context.
+    (transformers' dynamic cache), compute buffer, a constant (runtime context).
+  Every coefficient is non-negative, the constant included, so each keeps its physical reading.
 
 * ``scale`` — a hardware with only a few rows (``recommender calibrate`` runs one short probe) gets one factor per
   metric on the analytical estimate: measured / estimated, median over its rows.
@@ -60,7 +61,6 @@ class Term(Strict):
     kind: Literal["linear", "scale"]
     features: list[str] = Field(default_factory=list)
     coef: list[float] = Field(default_factory=list)
-    intercept: float = 0.0
     scale: float = 1.0
     n_rows: int
     models: list[str]
@@ -115,18 +115,19 @@ def features(metric: Metric, est: Estimate, spec: ModelSpec, hw: HardwareProfile
         weights = est.decode_bytes_per_step - est.decode_kv_bytes_per_step
         return {f"weights/bw:{cls}": weights / bw * 1e3, "kv/bw": est.decode_kv_bytes_per_step / bw * 1e3,
                 "layers": float(spec.num_layers), "layers*(batch-1)": float(spec.num_layers * (b - 1)),
-                "(batch-1)*2N/peak": (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3}
+                "(batch-1)*2N/peak": (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3,
+                "1 ms": 1.0}
     if metric == "ttft_ms":
         tokens = est.prompt_tokens * b
         chunks = math.ceil(tokens / LLAMA_CPP_N_UBATCH) if est.engine == "llama.cpp" else 1
         mm = est.prefill_flops - est.prefill_attention_flops
         return {f"matmul/peak:{cls}": mm / peak_q * 1e3, "attention/peak": est.prefill_attention_flops / peak * 1e3,
                 "layers*ubatches": float(spec.num_layers * chunks),
-                "ubatches*weights/bw": chunks * est.weights_gpu_bytes / bw * 1e3}
+                "ubatches*weights/bw": chunks * est.weights_gpu_bytes / bw * 1e3, "1 ms": 1.0}
     held = kv_cache_bytes(spec, min(est.prompt_tokens + est.output_tokens, est.context_tokens), b, est.engine,
                           est.kv_dtype)
     return {"weights_gpu": float(est.weights_gpu_bytes), "kv_cache": float(est.kv_cache_bytes),
-            "kv_held": float(held), "compute_buffer": float(est.compute_buffer_bytes)}
+            "kv_held": float(held), "compute_buffer": float(est.compute_buffer_bytes), "1 byte": 1.0}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -142,6 +143,7 @@ class Row(Strict):
     x: dict[str, float]
     y: float
     analytic: Optional[float]  # what the analytical estimate said
+    nominal: bool = False  # hardware without sourced figures: analytic is on the NOMINAL_* scale, not an estimate
     measurement_id: str
 
 
@@ -153,9 +155,15 @@ def row_profile(m: Measurement, profiles: list[HardwareProfile]) -> HardwareProf
     prof = match_profile(m.hardware_name, profiles)
     if prof is not None:
         return prof
-    return HardwareProfile(name=m.hardware_name, vendor="host", memory_bytes=1,
-                           memory_bandwidth_bytes_per_s=NOMINAL_BANDWIDTH_BYTES_PER_S, backend="cpu",
-                           sources={"memory_bandwidth_bytes_per_s": "nominal scale (calibration features only)"})
+    return nominal_cpu(HardwareProfile(name=m.hardware_name, vendor="host", memory_bytes=1,
+                                       memory_bandwidth_bytes_per_s=0.0, backend="cpu"))
+
+
+def nominal_cpu(hw: HardwareProfile) -> HardwareProfile:
+    """A CPU profile with the NOMINAL_* scales in place of the figures no source gives (calibration only: the
+    fitted coefficients absorb the scale; never shown as an estimate)."""
+    return hw.model_copy(update={"memory_bandwidth_bytes_per_s": NOMINAL_BANDWIDTH_BYTES_PER_S,
+                                 "fp16_flops_per_s": NOMINAL_PEAK_FLOPS_PER_S})
 
 
 def usable(m: Measurement, spec: Optional[ModelSpec]) -> bool:
@@ -187,30 +195,32 @@ def training_rows(measurements: Iterable[Measurement], specs: dict[str, ModelSpe
                 continue
             rows.append(Row(engine=m.engine, hardware=key, model=m.model_id, quant=m.quant, batch=m.batch,
                             metric=metric, x=features(metric, est, spec, hw), y=float(y),
-                            analytic=getattr(est, metric), measurement_id=m.id))
+                            analytic=getattr(est, metric), measurement_id=m.id, nominal=hw.backend == "cpu"))
     return rows
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Fitting (scikit-learn, lazy) and prediction (pure Python)
 # --------------------------------------------------------------------------------------------------------------
-def _fit_linear(rows: list[Row]) -> tuple[list[str], list[float], float]:
+def _fit_linear(rows: list[Row]) -> tuple[list[str], list[float]]:
     from sklearn.linear_model import LinearRegression  # noqa: PLC0415
 
     names = sorted({k for r in rows for k in r.x})
     X = [[r.x.get(n, 0.0) for n in names] for r in rows]
     y = [r.y for r in rows]
     w = [1.0 / (r.y * r.y) for r in rows]  # relative-error weighting
-    reg = LinearRegression(positive=True)
+    # every term is a non-negative cost, the constant one included (an "intercept" feature), so no configuration
+    # is predicted below zero and each coefficient keeps its physical reading
+    reg = LinearRegression(positive=True, fit_intercept=False)
     reg.fit(X, y, sample_weight=w)
-    return names, [float(c) for c in reg.coef_], float(reg.intercept_)
+    return names, [float(c) for c in reg.coef_]
 
 
-def _predict_linear(names: list[str], coef: list[float], intercept: float, x: dict[str, float]) -> Optional[float]:
+def _predict_linear(names: list[str], coef: list[float], x: dict[str, float]) -> Optional[float]:
     known = set(names)
     if any(v and k not in known for k, v in x.items()):
         return None  # a kernel class this hardware has no measured rows for
-    return intercept + sum(c * x.get(n, 0.0) for n, c in zip(names, coef))
+    return sum(c * x.get(n, 0.0) for n, c in zip(names, coef))
 
 
 def _fit_scale(rows: list[Row]) -> Optional[float]:
@@ -244,12 +254,12 @@ def lomo_errors(rows: list[Row]) -> list[tuple[Row, float]]:
     out = []
     for model in sorted({r.model for r in rows}):
         train = [r for r in rows if r.model != model]
-        if not linear_ok(train):
+        if len(train) < MIN_ROWS_LINEAR or len({r.model for r in train}) < MIN_MODELS_LINEAR - 1:
             continue
-        names, coef, icpt = _fit_linear(train)
+        names, coef = _fit_linear(train)
         for r in rows:
             if r.model == model:
-                p = _predict_linear(names, coef, icpt, r.x)
+                p = _predict_linear(names, coef, r.x)
                 if p is not None and p > 0:
                     out.append((r, (p - r.y) / r.y))
     return out
@@ -279,11 +289,13 @@ def fit(rows: list[Row], *, scale_interval: Optional[dict[str, list[float]]] = N
     for (engine, hw, metric), grp in sorted(group_rows(rows).items()):
         models = sorted({r.model for r in grp})
         if linear_ok(grp):
-            names, coef, icpt = _fit_linear(grp)
+            names, coef = _fit_linear(grp)
             errs = [e for _, e in lomo_errors(grp)]
+            if not errs:  # no model could be held out: say so with the widest interval we know (one-probe errors)
+                errs = scale_interval.get(metric, [0.0, 0.0])
             interval = [_quantile(errs, INTERVAL_QUANTILES[0]), _quantile(errs, INTERVAL_QUANTILES[1])]
             terms.append(Term(engine=engine, hardware=hw, metric=metric, kind="linear", features=names, coef=coef,
-                              intercept=icpt, n_rows=len(grp), models=models, interval=interval,
+                              n_rows=len(grp), models=models, interval=interval,
                               basis=(f"{CALIBRATION_VERSION} linear fit on {len(grp)} measured rows of {len(models)} "
                                      f"models on {hw} ({engine}); interval = 10-90 % of leave-one-model-out errors")))
         else:
@@ -318,7 +330,7 @@ def fit_catalog_rows(measurements: Iterable[Measurement], specs: dict[str, Model
 def predict_term(t: Term, x: dict[str, float], analytic: Optional[float]) -> Optional[float]:
     if t.kind == "scale":
         return None if analytic is None else analytic * t.scale
-    p = _predict_linear(t.features, t.coef, t.intercept, x)
+    p = _predict_linear(t.features, t.coef, x)
     return p if p is not None and p > 0 else None
 
 
@@ -330,13 +342,27 @@ META_KEY = "calibration"
 
 def load_calibrator(catalog) -> "Calibrator":
     """The calibrations stored in a catalog: the user overlay's (this machine) first, then the shipped one."""
-    return Calibrator([CalibrationSet.model_validate_json(v) for v in catalog.meta_values(META_KEY)])
+    sets, stale = [], 0
+    for v in catalog.meta_values(META_KEY):
+        try:
+            cs = CalibrationSet.model_validate_json(v)
+        except ValueError:
+            stale += 1
+            continue
+        if cs.version != CALIBRATION_VERSION:
+            stale += 1
+            continue
+        sets.append(cs)
+    cal = Calibrator(sets)
+    cal.stale = stale
+    return cal
 
 
 class Calibrator:
     """Looks up terms by (engine, hardware key, metric); user (machine) terms win over shipped ones."""
 
     def __init__(self, sets: list[CalibrationSet]) -> None:
+        self.stale = 0  # stored calibrations of another version or schema, ignored
         self.terms: dict[tuple[str, str, str], Term] = {}
         for s in reversed(sets):  # later (shipped) first, earlier (user) overrides
             self.terms.update(s.index())
@@ -345,6 +371,11 @@ class Calibrator:
         return any((engine, hardware, m) in self.terms for m in METRICS)
 
     def apply(self, est: Estimate, spec: ModelSpec, hw: HardwareProfile, hw_key: str) -> Estimate:
+        base = est
+        if hw.backend == "cpu":  # features and scale terms use the nominal CPU scale the rows were fitted with
+            base = estimate(spec, est.quant, est.engine, nominal_cpu(hw), context_tokens=est.context_tokens,
+                            batch=est.batch, prompt_tokens=est.prompt_tokens, output_tokens=est.output_tokens,
+                            kv_dtype=est.kv_dtype)
         upd: dict = {}
         prov = dict(est.provenance)
         basis = dict(est.basis)
@@ -355,7 +386,7 @@ class Calibrator:
                 continue
             if metric == "total_vram_bytes" and hw.backend == "cpu":
                 continue
-            val = predict_term(t, features(metric, est, spec, hw), getattr(est, metric))
+            val = predict_term(t, features(metric, base, spec, hw), getattr(base, metric))
             if val is None:
                 continue
             upd[metric] = int(round(val)) if metric == "total_vram_bytes" else val
@@ -380,3 +411,17 @@ class Calibrator:
         if not upd:
             return est
         return est.model_copy(update={**upd, "provenance": prov, "basis": basis, "intervals": intervals})
+
+
+# --------------------------------------------------------------------------------------------------------------
+# `recommender calibrate`: refit one machine's terms
+# --------------------------------------------------------------------------------------------------------------
+def refit_hardware(measurements: list[Measurement], specs: dict[str, ModelSpec], profiles: list[HardwareProfile],
+                   hw_key: str, previous: Optional[CalibrationSet] = None) -> CalibrationSet:
+    """The user's calibration set with this hardware's terms refitted on every measured row of it (shipped and
+    overlay); other hardware's terms in ``previous`` are kept. Scale intervals come from all rows."""
+    rows = training_rows(measurements, specs, profiles)
+    mine = [r for r in rows if r.hardware == hw_key]
+    fresh = fit(mine, scale_interval=scale_intervals(rows))
+    kept = [t for t in (previous.terms if previous else []) if t.hardware != hw_key]
+    return fresh.model_copy(update={"terms": kept + fresh.terms})

@@ -179,6 +179,8 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
 def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
     if hw.backend == "metal":
         return int(C.METAL_CONTEXT_BYTES.value), "METAL_CONTEXT_BYTES"
+    if hw.backend == "cpu":
+        return 0, "none (CPU: no device context)"
     base = int(C.CUDA_CONTEXT_BYTES.value)
     if engine == "vllm":
         return base + int(C.VLLM_CUDA_GRAPH_BYTES.value), "CUDA_CONTEXT_BYTES + VLLM_CUDA_GRAPH_BYTES"
@@ -224,7 +226,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
     # --- memory -----------------------------------------------------------------------------------------
     host = 0
-    if engine == "llama.cpp" and hw.backend != "metal":
+    if engine == "llama.cpp" and hw.backend not in ("metal", "cpu"):
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
         # a tied output projection is loaded on the GPU as well.
         host = embd_b

@@ -587,6 +587,22 @@ def profile_from_gpu(gpu: GpuInfo, profiles: list[HardwareProfile]) -> HardwareP
     return HardwareProfile.model_validate(rec)
 
 
+CPU_PLANNING_NAMES = ("cpu", "host", "this-cpu")
+
+
+def cpu_profile(host: "HostInfo") -> HardwareProfile:
+    """Plan for this machine's CPU: RAM as the memory budget (the cgroup limit when lower). No sourced bandwidth or
+    FLOP/s figure exists for an arbitrary CPU, so latency is unknown until `recommender calibrate` has measured
+    this CPU (bandwidth 0 = unknown to the estimator)."""
+    ram = min(x for x in (host.ram_total_bytes, host.ram_limit_bytes) if x)
+    return HardwareProfile(
+        name=host.cpu.model or "this CPU", vendor="host", memory_bytes=ram, memory_bandwidth_bytes_per_s=0.0,
+        backend="cpu",
+        sources={"memory_bytes": "measured: /proc/meminfo (and the cgroup memory limit) on this machine",
+                 "memory_bandwidth_bytes_per_s": "unknown (no sourced figure for this CPU): run `recommender calibrate`"},
+        notes=f"this machine's CPU ({host.cpu.logical_cores} logical cores)")
+
+
 def override_memory(profile: HardwareProfile, memory_bytes: int) -> HardwareProfile:
     """The same profile with the user's memory figure (--vram), recorded as the memory source."""
     if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int) or memory_bytes <= 0:

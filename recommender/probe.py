@@ -163,6 +163,29 @@ def measurement_from_result(target: ProbeTarget, job, result, host) -> Measureme
         provenance="measured", measured_at=now)
 
 
+def run_perf_probe(target: ProbeTarget, engine: str, *, context_tokens: int, batch: int, prompt_tokens: int,
+                   output_tokens: int, repeats: int = 3, kv_dtype: str = "f16", gpu_layers: int = -1,
+                   threads: Optional[int] = None, timeout_s: float = 600.0, host=None) -> Measurement:
+    """Run one performance probe in a child process (evaluators.runner) and turn it into a catalog row (ok or
+    failed). The caller decides where the row goes."""
+    from evaluators.base import LoadSettings, RequestShape  # noqa: PLC0415
+    from evaluators.runner import ProbeJob, run_probe  # noqa: PLC0415
+
+    from .hardware import probe_host  # noqa: PLC0415
+
+    if engine == "vllm":  # cap vLLM's KV cache at what this configuration needs (see evaluators/vllm_engine.py)
+        from .estimate import kv_cache_bytes  # noqa: PLC0415
+
+        target.extra["kv_cache_bytes"] = kv_cache_bytes(target.spec, context_tokens, batch, "vllm", "bf16")
+    job = ProbeJob(engine=engine, load=LoadSettings(model_path=str(target.path), context_tokens=context_tokens,
+                                                    batch=batch, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
+                                                    threads=threads, extra=target.extra),
+                   shape=RequestShape(prompt_tokens=prompt_tokens, output_tokens=output_tokens, batch=batch),
+                   repeats=repeats)
+    result = run_probe(job, timeout_s=timeout_s)
+    return measurement_from_result(target, job, result, host or probe_host())
+
+
 def bandwidth_share(m: Measurement, spec: ModelSpec, profile) -> Optional[float]:
     """Measured decode speed as a fraction of the memory-bandwidth limit: bytes read per decode step (weights the
     step touches + the KV cache of every sequence, recommender.estimate) x steps per second / bandwidth."""

@@ -66,8 +66,8 @@ def engine_supported(engine: str, family: str, quant: str, hw: HardwareProfile) 
     """None when the engine can run this quantization on this hardware, else the reason it cannot."""
     if hw.backend == "metal" and engine != "llama.cpp":
         return f"{engine} has no Apple Metal backend"
-    if hw.backend == "cpu":
-        return "CPU-only planning is not supported"
+    if hw.backend == "cpu" and family not in ("float", "gguf"):
+        return f"{quant} kernels need a GPU (CPU planning covers GGUF and float weights)"
     cc = _cc(hw)
     keys = [(engine, "*"), (engine, family), ("*", quant.lower())]
     for key in keys:
@@ -109,7 +109,7 @@ def swa_models(models: dict[str, ModelSpec]) -> frozenset[str]:
     return frozenset(mid for mid, s in models.items() if s.num_swa_layers)
 
 
-def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
+def enumerate_candidates(catalog: Catalog, q: Query, calibrator=None) -> list[Candidate]:
     from .quant import QUANTS  # noqa: PLC0415
 
     models = catalog.models()
@@ -121,9 +121,10 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
     measured = measured_index(catalog.measurements(status="ok"), profiles, swa_models(models))
     hw_key = hardware_key(q.hardware.name, profiles)
     hw = q.hardware
-    from .calibration import load_calibrator  # noqa: PLC0415
+    if calibrator is None:
+        from .calibration import load_calibrator  # noqa: PLC0415
 
-    calibrator = load_calibrator(catalog)
+        calibrator = load_calibrator(catalog)
     wl = q.workload
     wanted = set(q.models)
     out: list[Candidate] = []
@@ -211,7 +212,10 @@ def _order(c: Candidate) -> tuple:
 
 
 def recommend(catalog: Catalog, q: Query) -> Recommendation:
-    cands = enumerate_candidates(catalog, q)
+    from .calibration import load_calibrator  # noqa: PLC0415
+
+    calibrator = load_calibrator(catalog)
+    cands = enumerate_candidates(catalog, q, calibrator)
     feasible = [c for c in cands if not c.excluded]
     infeasible = [c for c in cands if c.excluded]
     _apply_scores(feasible, q)
@@ -233,6 +237,9 @@ def recommend(catalog: Catalog, q: Query) -> Recommendation:
                 strongest.append(cands[i].model_copy(update={
                     "score": round(s, 6), "score_parts": {k: round(v, 6) for k, v in scored[i][1].items()}}))
     notes = []
+    if calibrator.stale:
+        notes.append(f"{calibrator.stale} stored calibration(s) come from another version and were ignored: rerun "
+                     f"`recommender calibrate` on that machine")
     for crit, w in q.weights.items():
         if w and feasible and all(v is None for v in (_costs(c)[crit] for c in feasible)):
             notes.append(f"no candidate has a value for '{crit}': its weight ({w:.2f}) did not affect the ranking")

@@ -34,6 +34,9 @@ def test_shipped_catalog_is_up_to_date_with_its_sources(tmp_path):
                 "SELECT model_id, quant, weights_bytes, embedding_bytes, expert_bytes, basis FROM variants",
                 "SELECT * FROM published_scores", "SELECT * FROM measurements"):
         assert _rows(fresh, sql) == _rows(SHIPPED_CATALOG, sql), sql
+    # the shipped calibration is the one these measured rows give (fitting time aside)
+    cal = "SELECT value FROM catalog_meta WHERE key = 'calibration'"
+    assert json.loads(_rows(fresh, cal)[0][0])["terms"] == json.loads(_rows(SHIPPED_CATALOG, cal)[0][0])["terms"]
 
 
 def test_catalog_list_has_real_models_with_sources(cli):

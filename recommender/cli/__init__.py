@@ -8,6 +8,7 @@ import typer
 
 from . import catalog_cmd, probe_cmd
 from .common import run_app, state
+from .calibrate_cmd import calibrate_command
 from .estimate_cmd import estimate_command
 from .hardware_cmd import hardware_command
 from .recommend_cmd import recommend_command
@@ -26,6 +27,7 @@ def _global(catalog: Optional[str] = typer.Option(None, "--catalog", envvar="REC
 app.command("recommend")(recommend_command)
 app.command("estimate")(estimate_command)
 app.command("hardware")(hardware_command)
+app.command("calibrate")(calibrate_command)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(probe_cmd.app, name="probe")
 

@@ -74,14 +74,18 @@ def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
 
 
 def planning_hardware(gpu: Optional[str], vram_bytes: Optional[int]):
-    """The GPU to plan for: --gpu NAME (a shipped profile), else the first GPU found, else the default reference.
+    """The GPU to plan for: --gpu NAME (a shipped profile; `cpu` = this machine's CPU and RAM), else the first GPU
+    found, else the default reference.
 
     Returns (profile, notes)."""
     from .. import hardware as hwmod  # noqa: PLC0415
 
     notes = []
     profiles = hwmod.load_profiles()
-    if gpu:
+    if gpu and gpu.strip().lower() in hwmod.CPU_PLANNING_NAMES:
+        prof = hwmod.cpu_profile(hwmod.probe_host())
+        notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM)")
+    elif gpu:
         prof = hwmod.find_profile(gpu, profiles)
     else:
         host = hwmod.probe_host()

@@ -36,14 +36,12 @@ def perf(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """TTFT, TPOT, ITL, tok/s and peak memory, after warm-up, over repeats, in a child process."""
-    from evaluators.base import LoadSettings, RequestShape, engine_name  # noqa: PLC0415
-    from evaluators.runner import ProbeJob, run_probe  # noqa: PLC0415
+    from evaluators.base import engine_name  # noqa: PLC0415
 
     from ..catalog.store import UserCatalog  # noqa: PLC0415
     from ..errors import UserError  # noqa: PLC0415
-    from ..hardware import probe_host  # noqa: PLC0415
     from ..paths import user_catalog_path  # noqa: PLC0415
-    from ..probe import measurement_from_result, resolve_target  # noqa: PLC0415
+    from ..probe import resolve_target, run_perf_probe  # noqa: PLC0415
     from ..units import parse_tokens  # noqa: PLC0415
 
     eng = engine_name(engine)
@@ -55,23 +53,15 @@ def perf(
     target = resolve_target(model, eng, quant, synthetic, catalog, model_id)
     if trust_remote_code:
         target.extra["trust_remote_code"] = True
-    if eng == "vllm":  # cap vLLM's KV cache at what this configuration needs (see evaluators/vllm_engine.py)
-        from ..estimate import kv_cache_bytes  # noqa: PLC0415
-
-        target.extra["kv_cache_bytes"] = kv_cache_bytes(target.spec, ctx, batch, "vllm", "bf16")
-    job = ProbeJob(engine=eng, load=LoadSettings(model_path=str(target.path), context_tokens=ctx, batch=batch,
-                                                 kv_dtype=kv_dtype, gpu_layers=gpu_layers, threads=threads,
-                                                 extra=target.extra),
-                   shape=RequestShape(prompt_tokens=prompt_tokens, output_tokens=output_tokens, batch=batch),
-                   repeats=repeats)
     from .common import stderr_console  # noqa: PLC0415
 
     what = (f"{target.model_id} {target.quant} on {eng}{' (synthetic weights)' if target.synthetic else ''}: "
             f"ctx {ctx}, batch {batch}, prompt {prompt_tokens}, output {output_tokens}, warm-up + {repeats} repeats")
     with stderr_console().status(f"probing {what} (child process, timeout {timeout:.0f} s) ..."):
-        result = run_probe(job, timeout_s=timeout)
-    info(f"probed {what} in {result.wall_s:.1f} s")
-    row = measurement_from_result(target, job, result, probe_host())
+        row = run_perf_probe(target, eng, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
+                             output_tokens=output_tokens, repeats=repeats, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
+                             threads=threads, timeout_s=timeout)
+    info(f"probed {what} in {row.raw.get('wall_s') or 0:.1f} s")
     if save:
         with UserCatalog(user_catalog_path()) as w:
             w.put_measurements([row])

@@ -1,0 +1,153 @@
+"""Calibrated predictions: fitted on measured rows, checked against measured rows they were not fitted on."""
+
+import statistics
+
+import pytest
+from conftest import assert_user_error, smollm2_gguf_or_skip
+
+from recommender.calibration import (CalibrationSet, Calibrator, fit, kernel_class, lomo_errors, one_probe_errors,
+                                     training_rows)
+from recommender.catalog.build import load_measurements, load_models
+from recommender.estimate import estimate
+from recommender.hardware import find_profile, load_profiles
+from recommender.paths import SOURCES_DIR
+
+pytest.importorskip("sklearn")
+
+
+@pytest.fixture(scope="module")
+def h200_rows():
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    rows = training_rows(load_measurements(SOURCES_DIR), specs, load_profiles())
+    return [r for r in rows if r.hardware == "h200 sxm"], specs
+
+
+def _median_abs(errs):
+    return statistics.median(abs(e) for e in errs)
+
+
+@pytest.mark.parametrize("metric", ["tpot_ms", "ttft_ms", "total_vram_bytes"])
+def test_held_out_models_are_predicted_better_than_the_spec_sheet(h200_rows, metric):
+    """Leave-one-model-out on the H200 llama.cpp rows: each model predicted from the other models' measurements
+    lands far closer to what was measured than the analytical estimate does."""
+    rows = [r for r in h200_rows[0] if r.engine == "llama.cpp" and r.metric == metric]
+    held_out = lomo_errors(rows)
+    assert len({r.model for r, _ in held_out}) >= 7  # nearly every model could be held out
+    analytic = [(r.analytic - r.y) / r.y for r in rows]
+    lomo = [e for _, e in held_out]
+    assert _median_abs(lomo) < 0.5 * _median_abs(analytic)
+    assert _median_abs(lomo) < {"tpot_ms": 0.12, "ttft_ms": 0.15, "total_vram_bytes": 0.03}[metric]
+
+
+def test_calibrated_estimate_of_an_unmeasured_model_matches_its_measurement(h200_rows):
+    """Fit without Qwen2.5-14B, then predict its measured configurations through the same path recommend uses."""
+    rows, specs = h200_rows
+    cal = fit([r for r in rows if r.model != "Qwen/Qwen2.5-14B"])
+    hw = find_profile("H200 SXM", load_profiles())
+    spec = specs["Qwen/Qwen2.5-14B"]
+    checked = 0
+    cal_err, est_err = [], []
+    for m in load_measurements(SOURCES_DIR):
+        if m.model_id != spec.id or m.engine != "llama.cpp" or m.batch != 1:
+            continue
+        est = estimate(spec, m.quant, m.engine, hw, context_tokens=m.context_tokens, batch=m.batch,
+                       prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens)
+        c = Calibrator([cal]).apply(est, spec, hw, "h200 sxm")
+        assert c.provenance["tpot_ms"] == "calibrated" and c.provenance["decode_tokens_per_s"] == "calibrated"
+        assert abs(c.tpot_ms - m.tpot_ms) / m.tpot_ms < 0.15
+        cal_err.append(abs(c.tpot_ms - m.tpot_ms) / m.tpot_ms)
+        est_err.append(abs(est.tpot_ms - m.tpot_ms) / m.tpot_ms)
+        assert abs(c.total_vram_bytes - m.peak_vram_bytes) / m.peak_vram_bytes < 0.03
+        lo, hi = c.intervals["tpot_ms"]
+        assert lo < c.tpot_ms < hi
+        checked += 1
+    assert checked == 6  # F16, Q8_0, Q4_K_M x 4K, 32K contexts
+    assert sum(cal_err) < 0.5 * sum(est_err)
+
+
+def test_a_kernel_class_never_measured_is_not_calibrated(h200_rows):
+    """Only F16/Q8_0/K-quant rows exist for the H200: a legacy Q4_0 figure stays an estimate, not a guess."""
+    rows, specs = h200_rows
+    cal = fit(rows)
+    hw = find_profile("H200 SXM", load_profiles())
+    spec = specs["Qwen/Qwen2.5-7B"]
+    assert kernel_class("Q4_0") == "legacy"
+    est = estimate(spec, "Q4_0", "llama.cpp", hw, context_tokens=4096, prompt_tokens=512, output_tokens=64)
+    c = Calibrator([cal]).apply(est, spec, hw, "h200 sxm")
+    assert c.provenance["tpot_ms"] == "estimated" and c.tpot_ms == est.tpot_ms
+    assert c.provenance["total_vram_bytes"] == "calibrated"  # memory terms do not depend on the kernel
+
+
+def test_one_probe_scale_is_reported_for_every_group(h200_rows):
+    rows, _ = h200_rows
+    errs = one_probe_errors([r for r in rows if r.engine == "llama.cpp" and r.metric == "tpot_ms"])
+    assert len(errs) == 68  # every row but the probe itself
+
+
+def test_recommend_labels_calibrated_figures_with_intervals(cli):
+    r = cli("recommend", "--gpu", "h200", "--max-latency", "800ms", "--per-model", "0", "--top", "400", "--json")
+    assert r.code == 0, r.err
+    cands = r.json()["candidates"]
+    cal = [c for c in cands if c["provenance"]["tpot_ms"] == "calibrated"]
+    assert cal and {c["engine"] for c in cal} == {"llama.cpp", "transformers"}
+    for c in cal:
+        lo, hi = c["intervals"]["tpot_ms"]
+        assert lo <= c["tpot_ms"] <= hi
+        assert abs(c["decode_tokens_per_s"] * c["tpot_ms"] - 1000) < 1e-6
+    # vLLM has no measured rows on the H200: its figures stay estimates
+    assert all(c["provenance"]["tpot_ms"] == "estimated" for c in cands if c["engine"] == "vllm")
+    r = cli("recommend", "--gpu", "rtx 4090", "--json")
+    assert all(c["provenance"]["tpot_ms"] != "calibrated" for c in r.json()["candidates"])
+
+
+def test_measured_beats_calibrated(cli):
+    r = cli("estimate", "Qwen2.5-7B", "-q", "Q4_K_M", "--gpu", "h200", "--context", "4096", "--prompt-tokens", "512",
+            "--output-tokens", "64", "--json")
+    assert r.code == 0, r.err
+    e = r.json()
+    assert e["provenance"]["tpot_ms"] == "measured" and e["provenance"]["ttft_ms"] == "measured"
+    r = cli("estimate", "Qwen2.5-7B", "-q", "Q5_K_M", "--gpu", "h200", "--json")
+    assert r.json()["provenance"]["tpot_ms"] == "calibrated"
+
+
+def test_cpu_planning_never_shows_an_invented_latency(cli):
+    """No bandwidth or FLOP/s figure exists for an arbitrary CPU: latency is calibrated (measured CPU) or unknown."""
+    r = cli("recommend", "--gpu", "cpu", "--per-model", "0", "--top", "2000", "--json")
+    assert r.code in (0, 1), r.err
+    if r.code == 0:
+        for c in r.json()["candidates"]:
+            assert c["provenance"]["tpot_ms"] in ("calibrated", "measured", "unknown")
+            assert c["engine"] in ("llama.cpp", "transformers", "vllm") and c["quant"] in ("F16", "BF16") or \
+                c["quant"].startswith(("Q", "IQ"))
+
+
+def test_calibrate_bad_input(cli):
+    assert_user_error(cli("calibrate", "--batch", "0"))
+    assert_user_error(cli("calibrate", "--synthetic"))
+    assert_user_error(cli("calibrate", "--context", "128", "--prompt-tokens", "256"))
+
+
+def test_calibrate_on_this_machine_refits_and_recommend_uses_it(cli, user_catalog):
+    """A real probe of SmolLM2 on this CPU; the refitted terms cover the new rows and recommend labels them."""
+    smollm2_gguf_or_skip()
+    r = cli("calibrate", "--batch", "1", "--repeats", "1", "--output-tokens", "16", "--prompt-tokens", "64",
+            "--json")
+    assert r.code == 0, r.err
+    out = r.json()
+    (row,) = out["measurements"]
+    assert row["status"] == "ok" and row["ttft_ms"] > 0 and row["tpot_ms"] > 0
+    terms = {(t["engine"], t["metric"]): t for t in out["terms"]}
+    assert ("llama.cpp", "tpot_ms") in terms
+    assert row["model_id"] in terms[("llama.cpp", "tpot_ms")]["models"]
+    from recommender.catalog.store import Catalog
+    from recommender.paths import SHIPPED_CATALOG
+
+    cat = Catalog(SHIPPED_CATALOG, user_catalog)
+    user = CalibrationSet.model_validate_json(cat.meta_values("calibration")[0])
+    assert {t.hardware for t in user.terms} == {out["hardware_key"]}
+    r = cli("estimate", "smollm2-135m", "-q", "Q4_1", "--gpu", "cpu", "--context", "4096", "--prompt-tokens", "64",
+            "--output-tokens", "16", "--json")
+    assert r.code == 0, r.err
+    e = r.json()
+    assert e["provenance"]["tpot_ms"] == "calibrated"
+    assert abs(e["tpot_ms"] - row["tpot_ms"]) / row["tpot_ms"] < 0.5
