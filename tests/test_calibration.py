@@ -150,4 +150,5 @@ def test_calibrate_on_this_machine_refits_and_recommend_uses_it(cli, user_catalo
     assert r.code == 0, r.err
     e = r.json()
     assert e["provenance"]["tpot_ms"] == "calibrated"
-    assert abs(e["tpot_ms"] - row["tpot_ms"]) / row["tpot_ms"] < 0.5
+    # same order as what was just measured (a loose bound: a busy machine slows one short probe a lot)
+    assert row["tpot_ms"] / 3 < e["tpot_ms"] < row["tpot_ms"] * 3
