@@ -46,7 +46,8 @@ def done_keys(path: Path) -> set[tuple]:
         for line in path.read_text().splitlines():
             if line.strip():
                 m = json.loads(line)
-                keys.add((m["engine"], m["model_id"], m["quant"], m["context_tokens"], m["batch"], m["prompt_tokens"]))
+                keys.add((m["engine"], m["model_id"], m["quant"], m["context_tokens"], m["batch"], m["prompt_tokens"],
+                          m.get("kv_dtype", "f16")))
     return keys
 
 
@@ -63,7 +64,11 @@ def main() -> None:
     ap.add_argument("--output-tokens", type=int, default=None, help="override the shapes' output length")
     ap.add_argument("--skip-from", type=Path, nargs="*", default=[], help="row files whose rows are already done")
     ap.add_argument("--free-disk-margin", type=float, default=4e9, help="bytes kept free when building a model")
+    ap.add_argument("--shapes", nargs="*", default=None,
+                    help="CTX:BATCH:PROMPT:OUTPUT each (default: " + " ".join(":".join(map(str, s)) for s in SHAPES) + ")")
+    ap.add_argument("--kv-dtype", default="f16", help="llama.cpp KV cache dtype (f16, q8_0, q4_0)")
     args = ap.parse_args()
+    shapes = [tuple(int(x) for x in s.split(":")) for s in args.shapes] if args.shapes else SHAPES
     from evaluators.synthetic import build_synthetic_gguf  # noqa: PLC0415
 
     args.quants = args.quants or (QUANTS if args.engine == "llama.cpp" else ["BF16"])
@@ -79,7 +84,7 @@ def main() -> None:
         spec = specs[resolve(mid, specs, "model")]
         for quant in args.quants:
             left = args.budget - (time.perf_counter() - t_start)
-            todo = [s for s in SHAPES if (args.engine, spec.id, quant, s[0], s[1], s[2]) not in done]
+            todo = [s for s in shapes if (args.engine, spec.id, quant, s[0], s[1], s[2], args.kv_dtype) not in done]
             if not todo:
                 continue
             if left < 30:
@@ -111,7 +116,7 @@ def main() -> None:
                 job = ProbeJob(engine=args.engine,
                                load=LoadSettings(model_path=str(target.path), context_tokens=ctx, batch=batch,
                                                  extra=target.extra,
-                                                 kv_dtype="f16" if args.engine == "llama.cpp" else quant.lower()),
+                                                 kv_dtype=args.kv_dtype if args.engine == "llama.cpp" else quant.lower()),
                                shape=RequestShape(prompt_tokens=prompt, output_tokens=out, batch=batch),
                                repeats=args.repeats)
                 res = run_probe(job, timeout_s=args.timeout)

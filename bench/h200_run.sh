@@ -11,11 +11,11 @@ fi
 source .device/setup.sh || { echo "setup failed"; exit 1; }
 export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
 python3 -c "import llama_cpp; print('llama_cpp', llama_cpp.__version__, 'gpu offload', llama_cpp.llama_supports_gpu_offload())" || exit 1
-if ! ls .device/llama_cpp_cuda.tgz.part* >/dev/null 2>&1; then  # ship the build back for the next call
+if [ "${SHIP_BUILD:-1}" = 1 ] && ! ls .device/llama_cpp_cuda.tgz.part* >/dev/null 2>&1; then  # ship the build back
   (cd /tmp/site && tar czf - llama_cpp llama_cpp_python-*.dist-info 2>/dev/null) | split -b 15M - "$OUT/llama_cpp_cuda.tgz.part"
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 df -h /tmp | tail -1
 left=$(( budget - ($(date +%s) - t0) ))
 echo "setup took $(( $(date +%s) - t0 )) s; measuring for $left s"
-python3 bench/gpu_matrix.py --out "$OUT/h200.jsonl" --budget "$left" "$@" 2>&1 | tee "$OUT/matrix.log"
+python3 bench/gpu_matrix.py --out "$OUT/${MATRIX_OUT:-h200.jsonl}" --budget "$left" "$@" 2>&1 | tee "$OUT/matrix.log"
