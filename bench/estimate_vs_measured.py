@@ -38,7 +38,7 @@ def main() -> None:
         if spec.num_swa_layers and m.raw.get("engine", {}).get("details", {}).get("swa_full"):
             continue  # full-size sliding-window caches: not the configuration the estimate models
         e = estimate(spec, m.quant, m.engine, prof, context_tokens=m.context_tokens, batch=m.batch,
-                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens)
+                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
         g = groups.setdefault((prof.name, m.engine), {"vram": [], "tpot": [], "ttft": []})
         for key, est, meas in (("vram", e.total_vram_bytes, m.peak_vram_bytes), ("tpot", e.tpot_ms, m.tpot_ms),
                                ("ttft", e.ttft_ms, m.ttft_ms)):

@@ -161,7 +161,7 @@ def test_vram_estimates_against_h200_measurements(profiles):
         if spec.num_swa_layers and m.raw["engine"]["details"].get("swa_full"):
             continue
         e = estimate(spec, m.quant, "llama.cpp", hw, context_tokens=m.context_tokens, batch=m.batch,
-                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens)
+                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
         errs.append(abs(e.total_vram_bytes - m.peak_vram_bytes) / m.peak_vram_bytes)
     assert len(errs) >= 60
     assert statistics.median(errs) < 0.05
