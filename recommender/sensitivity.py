@@ -7,8 +7,10 @@ Definitions (docs/sensitivity.md):
   0 <= w_i' <= 1. The other weights keep their proportions and are rescaled to sum to 1 - w_i':
   w_j' = w_j * (1 - w_i') / (1 - w_i). When the others are all zero (w_i = 1), 1 - w_i' is split equally among them.
 - The base ranking: the query's ranking at the base weights, as `recommend` makes it (scores rounded to
-  SCORE_DECIMALS, ties ordered by latency, de-duplicated per model, first --top entries). Kendall's tau-b compares
-  the base scores of those entries with their scores under the perturbed weights (ties count as ties).
+  SCORE_DECIMALS, ties ordered by latency, de-duplicated per model, first --top entries). Each entry is a slot
+  "model M's j-th best configuration" (j = 1 with --per-model 1): under other weights the slot's score is that of
+  whichever configuration of M is then j-th best. Kendall's tau-b compares the entries' base scores with their
+  scores under the perturbed weights (ties count as ties).
 - The top pick: the best feasible configuration (model, quant, engine, batch, context). Top-1 flip rate: the share
   of perturbed weight vectors whose top pick differs from the base top pick.
 - Stability interval of w_i: the values of w_i (others rescaled as above) for which the base top pick stays the best.
@@ -212,6 +214,21 @@ class _Ranker:
         index = {id(self.cands[i]): i for i in order}
         return [index[id(c)] for c in _dedupe([self.cands[i] for i in order], per_model)[:top]]
 
+    def slots(self, s: list[float], items: list[int]) -> list[tuple[str, int]]:
+        """Each ranked entry as (model, j): the model's j-th best configuration (j = 0 with --per-model 1)."""
+        return [(self.cands[i].model, self._by_model(s, self.cands[i].model).index(i)) for i in items]
+
+    def slot_scores(self, s: list[float], slots: list[tuple[str, int]]) -> list[float]:
+        """The score of whichever configuration holds each slot under these scores."""
+        return [s[self._by_model(s, m)[j]] for m, j in slots]
+
+    def _by_model(self, s: list[float], model: str) -> list[int]:
+        if not hasattr(self, "_groups"):
+            self._groups: dict[str, list[int]] = {}
+            for i, c in enumerate(self.cands):
+                self._groups.setdefault(c.model, []).append(i)
+        return sorted(self._groups[model], key=lambda i: self.key(s, i))
+
     def pick(self, i: int, score: float) -> Pick:
         c = self.cands[i]
         return Pick(model=c.model, quant=c.quant, engine=c.engine, batch=c.batch, context_tokens=c.context_tokens,
@@ -280,7 +297,8 @@ def analyse(feasible: list[Candidate], q: Query, step: float = DEFAULT_STEP, spa
         base_scores[norm] = s0
         top0 = rk.top(s0)
         items = rk.ranking(s0, q.per_model, q.top)
-        x = [s0[i] for i in items]
+        slots = rk.slots(s0, items)
+        x = rk.slot_scores(s0, slots)
         criteria = []
         all_points: list[Point] = []
         for crit in CRITERIA:
@@ -289,7 +307,7 @@ def analyse(feasible: list[Candidate], q: Query, step: float = DEFAULT_STEP, spa
                 wv = perturbed(q.weights, crit, v)
                 s = rk.scores(wv)
                 t = rk.top(s)
-                tau = kendall_tau_b(x, [s[i] for i in items])
+                tau = kendall_tau_b(x, rk.slot_scores(s, slots))
                 points.append(Point(weight=round(v, 6), delta=round(v - q.weights[crit], 6),
                                     weights={k: round(val, 6) for k, val in wv.items()},
                                     tau=None if tau is None else round(tau, 4), top=rk.pick(t, s[t]),
@@ -314,9 +332,10 @@ def analyse(feasible: list[Candidate], q: Query, step: float = DEFAULT_STEP, spa
     comparison = None
     if len(results) == 2:
         a, b = results
-        items = rankers[a.normalization].ranking(base_scores[a.normalization], q.per_model, q.top)
-        tau = kendall_tau_b([base_scores[a.normalization][i] for i in items],
-                            [base_scores[b.normalization][i] for i in items])
+        ra, rb = rankers[a.normalization], rankers[b.normalization]
+        sa, sb = base_scores[a.normalization], base_scores[b.normalization]
+        slots = ra.slots(sa, ra.ranking(sa, q.per_model, q.top))
+        tau = kendall_tau_b(ra.slot_scores(sa, slots), rb.slot_scores(sb, slots))
         comparison = NormalizationComparison(
             tau=None if tau is None else round(tau, 4),
             same_top=(a.base_top.model, a.base_top.quant, a.base_top.engine, a.base_top.batch,

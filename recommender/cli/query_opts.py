@@ -3,8 +3,10 @@ ranks candidates (`recommend`, `recommender sensitivity`): one definition of eac
 
 from __future__ import annotations
 
+import functools
+import inspect
 from enum import Enum
-from typing import Optional
+from typing import Callable, NamedTuple, Optional, get_type_hints
 
 import typer
 
@@ -25,83 +27,76 @@ class MissingOpt(str, Enum):
     mean = "mean"
 
 
-# Each factory returns a fresh typer.Option, used as a parameter default: `vram: Optional[str] = vram_opt()`.
-def vram_opt():
-    return typer.Option(None, "--vram", help="GPU memory budget: 24 (GiB), 24GiB, 24GB (SI), 24576MiB. "
-                                             "Default: the planned GPU's memory.")
+class QueryOptions(NamedTuple):
+    """The shared options of a ranking question, as the user typed them (parsed by build_query)."""
+
+    vram: Optional[str]
+    max_latency: Optional[str]
+    latency_metric: LatencyMetricOpt
+    workload: str
+    context: Optional[list[str]]
+    batch: Optional[list[int]]
+    prompt_tokens: Optional[int]
+    output_tokens: Optional[int]
+    weights: Optional[str]
+    missing: MissingOpt
+    gpu: Optional[str]
+    model: Optional[list[str]]
+    engine: Optional[list[str]]
+    quant: Optional[list[str]]
+    top: int
+    per_model: int
+    catalog_path: Optional[str]
 
 
-def max_latency_opt():
-    return typer.Option(None, "--max-latency", help="Latency limit: 800ms, 0.8s, 800 (ms).")
+def _options() -> dict[str, object]:
+    """A fresh typer.Option per shared option (QueryOptions' fields, in order)."""
+    return {
+        "vram": typer.Option(None, "--vram", help="GPU memory budget: 24 (GiB), 24GiB, 24GB (SI), 24576MiB. "
+                                                  "Default: the planned GPU's memory."),
+        "max_latency": typer.Option(None, "--max-latency", help="Latency limit: 800ms, 0.8s, 800 (ms)."),
+        "latency_metric": typer.Option(LatencyMetricOpt.ttft, "--latency-metric",
+                                       help="Which latency the limit applies to."),
+        "workload": typer.Option("chat", "--workload", "-w", help="Workload preset (profiles/workloads)."),
+        "context": typer.Option(None, "--context", help="Context window(s) to consider, e.g. 8K."),
+        "batch": typer.Option(None, "--batch", help="Concurrent sequences to consider."),
+        "prompt_tokens": typer.Option(None, "--prompt-tokens", help="Prompt length (tokens)."),
+        "output_tokens": typer.Option(None, "--output-tokens", help="Output length (tokens)."),
+        "weights": typer.Option(None, "--weights", help="latency=0.3,vram=0.25,ppl=0.2,zh=0.25 (en=0 by default)."),
+        "missing": typer.Option(MissingOpt.worst, "--missing", help="Rule for a metric with no data."),
+        "gpu": typer.Option(None, "--gpu", help="Plan for this GPU (a profile name) instead of this machine."),
+        "model": typer.Option(None, "--model", "-m", help="Only these models."),
+        "engine": typer.Option(None, "--engine", "-e", help="Only these engines."),
+        "quant": typer.Option(None, "--quant", "-q", help="Only these quantizations."),
+        "top": typer.Option(10, "--top", min=1, help="How many ranked entries (sensitivity: the entries Kendall's "
+                                                     "tau is computed over)."),
+        "per_model": typer.Option(1, "--per-model", min=0, help="Best configurations kept per model (0 = all)."),
+        "catalog_path": typer.Option(None, "--catalog", help="Catalog file (default: $RECOMMENDER_CATALOG, else "
+                                                             "the shipped catalog.duckdb)."),
+    }
 
 
-def latency_metric_opt():
-    return typer.Option(LatencyMetricOpt.ttft, "--latency-metric", help="Which latency the limit applies to.")
+def query_options(func: Callable) -> Callable:
+    """Decorator for a Typer command: adds the shared options before the command's own and hands them to it as one
+    argument, `opts: QueryOptions` (so each option is defined once, here)."""
+    sig = inspect.signature(func)
+    own = [p for p in sig.parameters.values() if p.name != "opts"]
+    hints = get_type_hints(QueryOptions)
+    shared = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                annotation=hints[name]) for name, default in _options().items()]
+
+    @functools.wraps(func)
+    def command(**kwargs):
+        opts = QueryOptions(**{name: kwargs.pop(name) for name in QueryOptions._fields})
+        return func(opts=opts, **kwargs)
+
+    command.__annotations__ = {k: v for k, v in func.__annotations__.items() if k != "opts"}
+    command.__signature__ = sig.replace(parameters=shared + own)
+    return command
 
 
-def workload_opt():
-    return typer.Option("chat", "--workload", "-w", help="Workload preset (profiles/workloads).")
-
-
-def context_opt():
-    return typer.Option(None, "--context", help="Context window(s) to consider, e.g. 8K.")
-
-
-def batch_opt():
-    return typer.Option(None, "--batch", help="Concurrent sequences to consider.")
-
-
-def prompt_tokens_opt():
-    return typer.Option(None, "--prompt-tokens", help="Prompt length (tokens).")
-
-
-def output_tokens_opt():
-    return typer.Option(None, "--output-tokens", help="Output length (tokens).")
-
-
-def weights_opt():
-    return typer.Option(None, "--weights", help="latency=0.3,vram=0.25,ppl=0.2,zh=0.25 (en=0 by default).")
-
-
-def missing_opt():
-    return typer.Option(MissingOpt.worst, "--missing", help="Rule for a metric with no data.")
-
-
-def gpu_opt():
-    return typer.Option(None, "--gpu", help="Plan for this GPU (a profile name) instead of this machine.")
-
-
-def model_opt():
-    return typer.Option(None, "--model", "-m", help="Only these models.")
-
-
-def engine_opt():
-    return typer.Option(None, "--engine", "-e", help="Only these engines.")
-
-
-def quant_opt():
-    return typer.Option(None, "--quant", "-q", help="Only these quantizations.")
-
-
-def top_opt(help: str = "How many to show."):
-    return typer.Option(10, "--top", min=1, help=help)
-
-
-def per_model_opt():
-    return typer.Option(1, "--per-model", min=0, help="Best configurations kept per model (0 = all).")
-
-
-def catalog_opt():
-    return typer.Option(None, "--catalog", help="Catalog file (default: $RECOMMENDER_CATALOG, else the shipped "
-                                                "catalog.duckdb).")
-
-
-def build_query(vram: Optional[str], max_latency: Optional[str], latency_metric: str, workload: str,
-                context: Optional[list[str]], batch: Optional[list[int]], prompt_tokens: Optional[int],
-                output_tokens: Optional[int], weights: Optional[str], normalization: str, missing: str,
-                gpu: Optional[str], model: Optional[list[str]], engine: Optional[list[str]],
-                quant: Optional[list[str]], top: int, per_model: int, catalog):
-    """Turn CLI options into a validated Query (raises UserError on bad input)."""
+def build_query(opts: QueryOptions, normalization: str, catalog):
+    """Turn the shared options into a validated Query (raises UserError on bad input). Returns (query, notes)."""
     from ..engines import resolve_engine  # noqa: PLC0415
     from ..errors import UserError  # noqa: PLC0415
     from ..quant import resolve_quant  # noqa: PLC0415
@@ -109,35 +104,36 @@ def build_query(vram: Optional[str], max_latency: Optional[str], latency_metric:
     from ..score import parse_weights  # noqa: PLC0415
     from ..units import parse_latency_ms, parse_memory, parse_tokens  # noqa: PLC0415
     from ..workloads import get_workload  # noqa: PLC0415
+    from .common import planning_hardware  # noqa: PLC0415
 
-    vram_bytes = parse_memory(vram) if vram is not None else None
-    max_ms = parse_latency_ms(max_latency) if max_latency is not None else None
-    w = parse_weights(weights)
-    wl = get_workload(workload)
+    o = opts
+    vram_bytes = parse_memory(o.vram) if o.vram is not None else None
+    max_ms = parse_latency_ms(o.max_latency) if o.max_latency is not None else None
+    w = parse_weights(o.weights)
+    wl = get_workload(o.workload)
     upd = {}
-    if context:
-        upd["contexts"] = sorted({parse_tokens(c) for c in context})
-    if batch:
-        if any(b < 1 or b > 4096 for b in batch):
-            raise UserError(f"--batch {batch} out of range", hint="batch is the number of concurrent sequences, 1-4096")
-        upd["batches"] = sorted(set(batch))
-    for name, val in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):
+    if o.context:
+        upd["contexts"] = sorted({parse_tokens(c) for c in o.context})
+    if o.batch:
+        if any(b < 1 or b > 4096 for b in o.batch):
+            raise UserError(f"--batch {o.batch} out of range",
+                            hint="batch is the number of concurrent sequences, 1-4096")
+        upd["batches"] = sorted(set(o.batch))
+    for name, val in (("prompt_tokens", o.prompt_tokens), ("output_tokens", o.output_tokens)):
         if val is not None:
             if val < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 1", hint="give a token count, e.g. 512")
             upd[name] = val
     if upd:
         wl = wl.model_copy(update=upd)
-    from .common import planning_hardware  # noqa: PLC0415
-
-    hw, notes = planning_hardware(gpu, vram_bytes)
+    hw, notes = planning_hardware(o.gpu, vram_bytes)
     if vram_bytes is None:
         vram_bytes = hw.memory_bytes
-    models = [catalog.resolve_model(m).id for m in (model or [])]
-    q = Query(vram_bytes=vram_bytes, max_latency_ms=max_ms, latency_metric=latency_metric, workload=wl,
-              hardware=hw, weights=w, normalization=normalization, missing=missing, models=models,
-              engines=[resolve_engine(e) for e in (engine or [])], quants=[resolve_quant(x) for x in (quant or [])],
-              top=top, per_model=per_model)
+    models = [catalog.resolve_model(m).id for m in (o.model or [])]
+    q = Query(vram_bytes=vram_bytes, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
+              hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=models,
+              engines=[resolve_engine(e) for e in (o.engine or [])],
+              quants=[resolve_quant(x) for x in (o.quant or [])], top=o.top, per_model=o.per_model)
     return q, notes
 
 

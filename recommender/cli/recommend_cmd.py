@@ -2,46 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from .common import LEGEND, emit_json, info, mark, open_catalog
-from .query_opts import (LatencyMetricOpt, MissingOpt, NormOpt, batch_opt, build_query, catalog_opt, context_opt,
-                         engine_opt, gpu_opt, latency_metric_opt, max_latency_opt, missing_opt, model_opt,
-                         no_fit_hint, output_tokens_opt, per_model_opt, prompt_tokens_opt, quant_opt, top_opt,
-                         vram_opt, weights_opt, workload_opt)
+from .query_opts import NormOpt, QueryOptions, build_query, no_fit_hint, query_options
 
 
+@query_options
 def recommend_command(
-    vram: Optional[str] = vram_opt(),
-    max_latency: Optional[str] = max_latency_opt(),
-    latency_metric: LatencyMetricOpt = latency_metric_opt(),
-    workload: str = workload_opt(),
-    context: Optional[list[str]] = context_opt(),
-    batch: Optional[list[int]] = batch_opt(),
-    prompt_tokens: Optional[int] = prompt_tokens_opt(),
-    output_tokens: Optional[int] = output_tokens_opt(),
-    weights: Optional[str] = weights_opt(),
+    opts: QueryOptions,
     normalization: NormOpt = typer.Option(NormOpt.minmax, "--normalization"),
-    missing: MissingOpt = missing_opt(),
-    gpu: Optional[str] = gpu_opt(),
-    model: Optional[list[str]] = model_opt(),
-    engine: Optional[list[str]] = engine_opt(),
-    quant: Optional[list[str]] = quant_opt(),
-    top: int = top_opt(),
-    per_model: int = per_model_opt(),
     explain: bool = typer.Option(False, "--explain", help="Say why the strongest excluded candidates were excluded."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
-    catalog_path: Optional[str] = catalog_opt(),
 ) -> None:
     """Rank model x quantization x engine x batch x context for a GPU, under VRAM and latency limits."""
     from ..recommend import recommend  # noqa: PLC0415
 
-    catalog = open_catalog(catalog_path)
-    q, notes = build_query(vram, max_latency, latency_metric.value, workload, context, batch, prompt_tokens,
-                           output_tokens, weights, normalization.value, missing.value, gpu, model, engine, quant,
-                           top, per_model, catalog)
+    catalog = open_catalog(opts.catalog_path)
+    q, notes = build_query(opts, normalization.value, catalog)
     for n in notes:
         info(n)
     rec = recommend(catalog, q)
