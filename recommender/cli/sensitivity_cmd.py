@@ -86,15 +86,15 @@ def print_sensitivity(report) -> None:
     con.print(f"{q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{lim} · workload {q.workload.name} · "
               f"{report.counts['feasible']} of {report.counts['candidates']} candidates fit · weights "
               f"{', '.join(f'{k} {v:.2f}' for k, v in q.weights.items())} · step {report.step:g}, "
-              f"up to ±{report.span:g}")
+              f"up to ±{report.span:g}", markup=False)
     for res in report.results:
         t = res.base_top
-        table = Table(title=f"{res.normalization}: top pick {t.model} {t.quant} {t.engine} batch {t.batch} "
-                            f"ctx {t.context_tokens} · top-1 flip rate {_pct(res.top1_flip_rate)} "
-                            f"(model {_pct(res.top1_model_flip_rate)}) of {res.vectors} vectors · "
-                            f"τ mean {_num(res.tau_mean)}, min {_num(res.tau_min)} "
-                            f"(top {len(res.base_ranking)})",
-                      caption="stable: the interval of the weight over which the top pick stays the same")
+        con.print(f"\n{res.normalization}: top pick {t.model} {t.quant} {t.engine} batch {t.batch} ctx "
+                  f"{t.context_tokens} · top-1 flip rate {_pct(res.top1_flip_rate)} (top model "
+                  f"{_pct(res.top1_model_flip_rate)}) over {res.vectors} weight vectors · Kendall τ against the base "
+                  f"top {len(res.base_ranking)}: mean {_num(res.tau_mean)}, min {_num(res.tau_min)}", markup=False)
+        table = Table(caption="stable: the values of the weight for which the top pick stays the same; "
+                              "τ lowest / highest: at the weight's lowest / highest grid value")
         for col, just in (("weight", "left"), ("base", "right"), ("stable", "right"), ("top changes", "right"),
                           ("τ lowest", "right"), ("τ highest", "right"), ("takes over below", "left"),
                           ("takes over above", "left")):
@@ -113,8 +113,8 @@ def print_sensitivity(report) -> None:
         con.print(table)
     if report.comparison:
         cmp_ = report.comparison
-        con.print(f"min-max vs z-score base rankings: τ {_num(cmp_.tau)}, same top pick: "
-                  f"{'yes' if cmp_.same_top else 'no'}")
+        con.print(f"\nmin-max vs z-score base rankings: Kendall τ {_num(cmp_.tau)}, same top pick: "
+                  f"{'yes' if cmp_.same_top else 'no'}", markup=False)
 
 
 def _pct(v) -> str:
