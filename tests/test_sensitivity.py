@@ -69,7 +69,8 @@ def test_stability_interval_two_candidates_analytic(norm):
     scale). Moving latency to t rescales zh to 0.25 (1 - t) / 0.7: A stays best for t >= 0.25 / 0.95. Moving zh to
     t rescales latency to 0.3 (1 - t) / 0.75 = 0.4 (1 - t): A stays best for t <= 0.4 / 1.4."""
     a, b = _cand("A", 10.0, 50.0), _cand("B", 20.0, 70.0)
-    (res,), _ = analyse([a, b], _query(), step=0.05, span=0.2, normalizations=[norm])
+    (res,), comparison = analyse([a, b], _query(), step=0.05, span=0.2, normalizations=[norm])
+    assert comparison is None  # one normalization: nothing to compare
     assert res.base_top.model == "A"
     by = {c.criterion: c for c in res.criteria}
     lat, zh, vram = by["latency"], by["zh"], by["vram"]

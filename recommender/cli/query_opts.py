@@ -68,22 +68,26 @@ def _options() -> dict[str, object]:
         "model": typer.Option(None, "--model", "-m", help="Only these models."),
         "engine": typer.Option(None, "--engine", "-e", help="Only these engines."),
         "quant": typer.Option(None, "--quant", "-q", help="Only these quantizations."),
-        "top": typer.Option(10, "--top", min=1, help="How many ranked entries (sensitivity: the entries Kendall's "
-                                                     "tau is computed over)."),
+        "top": typer.Option(10, "--top", min=1, help="How many to show."),
         "per_model": typer.Option(1, "--per-model", min=0, help="Best configurations kept per model (0 = all)."),
         "catalog_path": typer.Option(None, "--catalog", help="Catalog file (default: $RECOMMENDER_CATALOG, else "
                                                              "the shipped catalog.duckdb)."),
     }
 
 
-def query_options(func: Callable) -> Callable:
+def query_options(func: Optional[Callable] = None, *, top_help: Optional[str] = None):
     """Decorator for a Typer command: adds the shared options before the command's own and hands them to it as one
-    argument, `opts: QueryOptions` (so each option is defined once, here)."""
+    argument, `opts: QueryOptions` (so each option is defined once, here). `top_help` rewords --top's help."""
+    if func is None:
+        return functools.partial(query_options, top_help=top_help)
     sig = inspect.signature(func)
     own = [p for p in sig.parameters.values() if p.name != "opts"]
     hints = get_type_hints(QueryOptions)
+    options = _options()
+    if top_help:
+        options["top"].help = top_help
     shared = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
-                                annotation=hints[name]) for name, default in _options().items()]
+                                annotation=hints[name]) for name, default in options.items()]
 
     @functools.wraps(func)
     def command(**kwargs):

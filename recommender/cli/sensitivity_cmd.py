@@ -28,7 +28,7 @@ def parse_fraction(text: str, option: str, example: str) -> float:
         raise UserError(f"{option} {text!r} is not a number", hint=f"a weight change, e.g. {option} {example}") from None
 
 
-@query_options
+@query_options(top_help="Entries of the base ranking Kendall's tau is computed over.")
 def sensitivity_command(
     opts: QueryOptions,
     normalization: SensNormOpt = typer.Option(SensNormOpt.both, "--normalization",
