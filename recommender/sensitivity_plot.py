@@ -147,13 +147,14 @@ def _html(report: Sensitivity, svg: str) -> str:
                      f"{_fmt(res.top1_model_flip_rate)}, mean τ {_fmt(res.tau_mean)}, min τ {_fmt(res.tau_min)} "
                      f"over {res.vectors} weight vectors.</p>")
         parts.append("<table><tr><th>criterion</th><th>base</th><th>stable from</th><th>stable to</th>"
-                     "<th>top changes</th><th>τ at lowest</th><th>τ at highest</th></tr>")
+                     "<th>top changes</th><th>τ at lowest</th><th>τ at highest</th><th>takes over below</th>"
+                     "<th>takes over above</th></tr>")
         for c in res.criteria:
             lo, hi = _ends(c)
             parts.append(f"<tr><td>{esc(c.criterion)}</td><td>{c.base_weight:.3f}</td>"
                          f"<td>{c.stability_interval[0]:.4f}</td><td>{c.stability_interval[1]:.4f}</td>"
                          f"<td>{c.top_changes}/{len(c.points)}</td><td>{_fmt(lo and lo.tau)}</td>"
-                         f"<td>{_fmt(hi and hi.tau)}</td></tr>")
+                         f"<td>{_fmt(hi and hi.tau)}</td><td>{_name(c.below)}</td><td>{_name(c.above)}</td></tr>")
         parts.append("</table>")
     if report.comparison:
         cmp_ = report.comparison
@@ -161,6 +162,10 @@ def _html(report: Sensitivity, svg: str) -> str:
                      f"{'yes' if cmp_.same_top else 'no'}.</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _name(p) -> str:
+    return "—" if p is None else html.escape(f"{p.model} {p.quant} {p.engine}")
 
 
 def _fmt(v) -> str:
