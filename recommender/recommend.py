@@ -189,11 +189,15 @@ def _costs(c: Candidate) -> dict[str, Optional[float]]:
     }
 
 
+# Scores are rounded to this many decimals before sorting: closer ones tie and are ordered by latency (order_key).
+SCORE_DECIMALS = 6
+
+
 def _apply_scores(cands: list[Candidate], q: Query) -> None:
     scored = score_rows([_costs(c) for c in cands], q.weights, q.normalization, q.missing)
     for c, (s, parts) in zip(cands, scored):
-        c.score = round(s, 6)
-        c.score_parts = {k: round(v, 6) for k, v in parts.items()}
+        c.score = round(s, SCORE_DECIMALS)
+        c.score_parts = {k: round(v, SCORE_DECIMALS) for k, v in parts.items()}
 
 
 def _dedupe(cands: list[Candidate], per_model: int) -> list[Candidate]:
@@ -207,8 +211,13 @@ def _dedupe(cands: list[Candidate], per_model: int) -> list[Candidate]:
     return out
 
 
+def order_key(score: Optional[float], c: Candidate) -> tuple:
+    """Ranking order: (rounded) score, then latency, model, quant, engine."""
+    return (score, c.latency_ms if c.latency_ms is not None else float("inf"), c.model, c.quant, c.engine)
+
+
 def _order(c: Candidate) -> tuple:
-    return (c.score, c.latency_ms if c.latency_ms is not None else float("inf"), c.model, c.quant, c.engine)
+    return order_key(c.score, c)
 
 
 def recommend(catalog: Catalog, q: Query) -> Recommendation:
@@ -244,11 +253,17 @@ def recommend(catalog: Catalog, q: Query) -> Recommendation:
         if w and feasible and all(v is None for v in (_costs(c)[crit] for c in feasible)):
             notes.append(f"no candidate has a value for '{crit}': its weight ({w:.2f}) did not affect the ranking")
     if not ranked:
-        notes.append("no candidate satisfies the constraints")
-        if any("unknown" in r for c in infeasible for r in c.excluded):
-            notes.append("some candidates have an unknown latency on this GPU profile (no sourced peak FLOP/s): "
-                         "try --latency-metric tpot, or plan for a profile with that figure")
+        notes += no_fit_notes(infeasible)
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           counts={"candidates": len(cands), "feasible": len(feasible), "excluded": len(infeasible),
                                   "models": len({c.model for c in cands})},
                           notes=notes)
+
+
+def no_fit_notes(infeasible: list[Candidate]) -> list[str]:
+    """The notes for a question nothing fits."""
+    notes = ["no candidate satisfies the constraints"]
+    if any("unknown" in r for c in infeasible for r in c.excluded):
+        notes.append("some candidates have an unknown latency on this GPU profile (no sourced peak FLOP/s): "
+                     "try --latency-metric tpot, or plan for a profile with that figure")
+    return notes

@@ -12,6 +12,7 @@ from .calibrate_cmd import calibrate_command
 from .estimate_cmd import estimate_command
 from .hardware_cmd import hardware_command
 from .recommend_cmd import recommend_command
+from .sensitivity_cmd import sensitivity_command
 
 app = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
                        "explained, and every number with its provenance.",
@@ -28,6 +29,7 @@ app.command("recommend")(recommend_command)
 app.command("estimate")(estimate_command)
 app.command("hardware")(hardware_command)
 app.command("calibrate")(calibrate_command)
+app.command("sensitivity")(sensitivity_command)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(probe_cmd.app, name="probe")
 
