@@ -101,6 +101,22 @@ PREFILL_OVERHEAD_MS: dict[str, Const] = {
     "transformers": Const(70.0, "ms", "shared/notes/engines.md: one eager step costs 60-80 ms of host time"),
 }
 
+# --- Partial offload (llama.cpp n_gpu_layers < all) -------------------------------------------------------------
+# Layers left on the host are read from host RAM during decode, and during prompt processing llama.cpp's CUDA backend
+# copies their weights to the GPU for every micro-batch of at least GGML_CUDA_OFFLOAD_MIN_BATCH tokens and multiplies
+# there (ggml-cuda.cu ggml_backend_cuda_device_offload_op: min_batch_size = 32). The planner cannot see the host, so
+# it assumes a typical desktop one.
+HOST_MEMORY_BANDWIDTH = Const(89.6e9, "bytes/s", "assumption: dual-channel DDR5-5600 host, 2 channels x 8 B x "
+                                                 "5600 MT/s = 89.6 GB/s theoretical (JEDEC JESD79-5 speed bin); "
+                                                 "the planned machine's RAM is not known")
+HOST_DECODE_BW_EFFICIENCY = Const(0.6, "fraction of bandwidth", "assumption: CPU decode reaches a smaller share of "
+                                                                "peak DRAM bandwidth than GPU kernels; to be fitted "
+                                                                "by calibration")
+PCIE_BANDWIDTH = Const(31.5e9, "bytes/s", "PCIe 4.0 x16 theoretical: 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s "
+                                          "(PCI-SIG PCIe 4.0 base specification)")
+GGML_CUDA_OFFLOAD_MIN_BATCH = Const(32, "tokens", "ggml-cuda.cu ggml_backend_cuda_device_offload_op: min_batch_size "
+                                                   "= 32 (ops on host weights run on the GPU from this batch size)")
+
 # KV-cache element sizes per dtype (bytes per element); q8_0/q4_0 are llama.cpp block formats.
 KV_DTYPE_BYTES: dict[str, float] = {
     "f16": 2.0, "bf16": 2.0, "fp8": 1.0,

@@ -30,9 +30,10 @@ class Estimate(Strict):
     prompt_tokens: int
     output_tokens: int
     kv_dtype: str
+    gpu_layers: Optional[int] = None  # repeating layers on the GPU (llama.cpp partial offload); None = every layer
     weights_bytes: int  # the whole variant (file size of the tensors)
     weights_gpu_bytes: int  # resident on the GPU
-    host_weights_bytes: int  # kept in host RAM by the engine (llama.cpp keeps token embeddings on the CPU)
+    host_weights_bytes: int  # kept in host RAM (llama.cpp: token embeddings; with partial offload the host layers)
     kv_bytes_per_token: int  # per token of context, every layer storing it (sliding-window layers included)
     kv_cache_bytes: int  # for context_tokens x batch, sliding windows and padding respected
     compute_buffer_bytes: int
@@ -45,6 +46,7 @@ class Estimate(Strict):
     decode_tokens_per_s: Optional[float]  # per sequence
     throughput_tokens_per_s: Optional[float]  # batch x per-sequence decode rate
     decode_bytes_per_step: int  # bytes read from GPU memory per decode step (weights touched + KV of every sequence)
+    host_bytes_per_step: int = 0  # bytes read from host RAM per decode step (partial offload: host layers + their KV)
     prefill_flops: float  # FLOPs of the prefill of prompt_tokens x batch
     bandwidth_utilization: Optional[float] = None  # decode_bytes_per_step x steps/s / bandwidth
     provenance: dict[str, Provenance]
@@ -80,6 +82,22 @@ def variant_bytes(spec: ModelSpec, quant: str) -> tuple[int, int, int]:
             if "_exps." in name:
                 experts += nbytes
         hit = _BREAKDOWN_CACHE[key] = (total, embd, experts)
+    return hit
+
+
+_OUTSIDE_CACHE: dict[tuple, int] = {}
+
+
+def output_bytes(spec: ModelSpec, quant: str) -> int:
+    """Bytes of the tensors outside the repeating blocks other than the token embedding (output.weight,
+    output_norm.weight): llama.cpp's "output layer", on the GPU only when every layer is offloaded."""
+    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
+    hit = _OUTSIDE_CACHE.get(key)
+    if hit is None:
+        from .quant import weights_breakdown  # noqa: PLC0415
+
+        hit = _OUTSIDE_CACHE[key] = sum(n for name, _t, n in weights_breakdown(spec, quant)
+                                        if not name.startswith("blk.") and name != "token_embd.weight")
     return hit
 
 
@@ -195,12 +213,25 @@ def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int
 
 def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
              batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
-             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None) -> Estimate:
+             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
+             gpu_layers: Optional[int] = None) -> Estimate:
     """Estimate memory and latency of one candidate configuration on one GPU.
 
     ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
-    tensor by tensor."""
+    tensor by tensor. ``gpu_layers`` (llama.cpp only) puts only that many of the repeating layers on the GPU, the
+    last ones, as llama.cpp's n_gpu_layers does; the output layer then stays on the host too (docs/estimates.md §7).
+    None, or num_layers or more, means every layer and the output layer on the GPU."""
     kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
+    if kv_dtype not in C.ENGINE_KV_DTYPES[engine]:
+        raise ValueError(f"KV dtype {kv_dtype} is not one {engine} offers ({', '.join(C.ENGINE_KV_DTYPES[engine])})")
+    n_layers = max(spec.num_layers, 1)
+    if gpu_layers is not None and gpu_layers >= n_layers:
+        gpu_layers = None
+    if gpu_layers is not None:
+        if engine != "llama.cpp" or hw.backend == "metal":
+            raise ValueError("partial offload (gpu_layers) is modelled for llama.cpp on a discrete GPU only")
+        if gpu_layers < 0:
+            raise ValueError(f"gpu_layers must be >= 0, not {gpu_layers}")
     if prompt_tokens is None:
         prompt_tokens = max(context_tokens - output_tokens, 1)
     family = _family(quant)
@@ -221,12 +252,29 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     gpu_weights = wbytes - host + (embd_b if host and spec.tie_word_embeddings else 0)
     kv_pt = kv_bytes_per_token(spec, engine, kv_dtype)
     kv_total = kv_cache_bytes(spec, context_tokens, batch, engine, kv_dtype)
+    gpu_frac = 1.0  # share of the repeating layers (and of their KV cache) on the GPU
+    host_layer_bytes = 0  # weights of the layers left on the host (output layer included)
+    if gpu_layers is not None:
+        # llama.cpp n_gpu_layers: the last gpu_layers blocks on the GPU; the output layer joins them only when every
+        # block does (llama-model.cpp: i_gpu_start = n_layer + 1 - n_gpu_layers). Each layer's KV cache lives with
+        # its layer (offload_kqv). Blocks are taken as equal in size.
+        out_b = output_bytes(spec, quant)
+        blocks = max(wbytes - embd_b - out_b, 0)
+        gpu_frac = gpu_layers / n_layers
+        gpu_weights = int(blocks * gpu_frac)
+        host_layer_bytes = blocks - gpu_weights + out_b
+        host = embd_b + host_layer_bytes
+    kv_gpu = int(round(kv_total * gpu_frac))
     compute, compute_basis = _compute_buffer(spec, engine, quant, prompt_tokens, batch)
     runtime, runtime_basis = _runtime_overhead(engine, hw)
-    total = gpu_weights + kv_total + compute + runtime
+    total = gpu_weights + kv_gpu + compute + runtime
     basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
                        f"[{runtime_basis}]")
-    if host:
+    if gpu_layers is not None:
+        basis["offload"] = (f"{gpu_layers} of {n_layers} layers on the GPU (llama.cpp n_gpu_layers={gpu_layers}): "
+                            f"GPU holds that share of the block weights and of the KV cache; the rest and the output "
+                            f"layer stay in host RAM")
+    elif host:
         basis["host_weights_bytes"] = "llama.cpp token embeddings stay in host RAM"
     if engine == "vllm":
         reserve = int(hw.memory_bytes * C.VLLM_GPU_MEMORY_UTILIZATION.value)
@@ -259,20 +307,32 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         step_weights = gpu_weights
     mean_ctx = min(prompt_tokens + output_tokens / 2, context_tokens)
     kv_read = kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0
-    step_bytes = int(step_weights + kv_read)
+    step_bytes = int(step_weights + kv_read * gpu_frac)
+    host_step = int(host_layer_bytes + kv_read * (1 - gpu_frac))
     pre_flops = prefill_flops(spec, prompt_tokens, batch)
+    host_dec_ms = host_pre_ms = 0.0
+    if host_step:
+        # decode: the host layers are read from host RAM, one step after the GPU's (sequential layers)
+        host_dec_ms = host_step / (C.HOST_MEMORY_BANDWIDTH.value * C.HOST_DECODE_BW_EFFICIENCY.value) * 1e3
+        # prefill: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights to the
+        # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
+        ubatches = -(-(prompt_tokens * batch) // int(C.LLAMA_CPP_N_UBATCH.value))
+        host_pre_ms = host_layer_bytes * ubatches / C.PCIE_BANDWIDTH.value * 1e3
+        basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
+                                    f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches / "
+                                    f"PCIE_BANDWIDTH = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = e2e = dec_tps = thr = util = None
     if bw:
         mem_ms = step_bytes / (bw * eff_c.value) * 1e3
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
-        tpot = max(mem_ms, comp_ms) + ovh_dec
+        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms
         dec_tps = 1000.0 / tpot
         thr = dec_tps * batch
         util = step_bytes * dec_tps / bw
         if peak:
             pre_ms = pre_flops / (peak * mfu_c.value) * 1e3
-            ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre
+            ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
             e2e = ttft + (output_tokens - 1) * tpot
             basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
                                 f"{eff_c.value})) + {ovh_pre} ms "
@@ -294,11 +354,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
     return Estimate(
         model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
-        prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, weights_bytes=wbytes,
+        prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
+        weights_bytes=wbytes,
         weights_gpu_bytes=gpu_weights, host_weights_bytes=host, kv_bytes_per_token=kv_pt, kv_cache_bytes=kv_total,
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, decode_tokens_per_s=dec_tps,
-        throughput_tokens_per_s=thr, decode_bytes_per_step=step_bytes, prefill_flops=pre_flops,
+        throughput_tokens_per_s=thr, decode_bytes_per_step=step_bytes, host_bytes_per_step=host_step,
+        prefill_flops=pre_flops,
         bandwidth_utilization=util, provenance=prov, basis=basis, notes=notes)
 
 
