@@ -11,6 +11,7 @@ from .common import run_app, state
 from .estimate_cmd import estimate_command
 from .hardware_cmd import hardware_command
 from .recommend_cmd import recommend_command
+from .tune_cmd import tune_command
 
 app = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
                        "explained, and every number with its provenance.",
@@ -26,6 +27,7 @@ def _global(catalog: Optional[str] = typer.Option(None, "--catalog", envvar="REC
 app.command("recommend")(recommend_command)
 app.command("estimate")(estimate_command)
 app.command("hardware")(hardware_command)
+app.command("tune")(tune_command)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(probe_cmd.app, name="probe")
 
