@@ -393,6 +393,10 @@ def query_fingerprint(q: Query, space: Space, mode: str, pareto: bool) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+STORAGE_RETRIES = 20  # joining a study another worker is creating
+SCHEMA_RETRIES = 8  # creating the storage's tables while another worker does (or an unreachable server)
+
+
 def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, fingerprint: str):
     """Create or join a study. With an RDB URL several processes (or machines) share it; concurrent creation is
     retried, and a study made for another query is refused."""
@@ -402,18 +406,26 @@ def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, f
         kwargs: dict[str, Any] = {}
         if storage.startswith("sqlite"):
             kwargs = {"connect_args": {"timeout": 60}}
-        try:
-            store = optuna.storages.RDBStorage(storage, engine_kwargs=kwargs)
-        except ImportError as e:
-            raise UserError(f"cannot open storage {storage!r}: {e}",
-                            hint="PostgreSQL needs a driver: pip install psycopg2-binary") from None
-        except Exception as e:  # noqa: BLE001 - SQLAlchemy's many URL / connection errors
-            raise UserError(f"cannot open storage {storage!r}: {str(e).splitlines()[0]}",
-                            hint="give an RDB URL, e.g. sqlite:///tune.db or "
-                                 "postgresql://user:password@host/dbname") from None
+        for attempt in range(SCHEMA_RETRIES):
+            try:
+                store = optuna.storages.RDBStorage(storage, engine_kwargs=kwargs)
+                break
+            except ImportError as e:
+                raise UserError(f"cannot open storage {storage!r}: {e}",
+                                hint="PostgreSQL needs a driver: pip install psycopg2-binary") from None
+            except Exception as e:  # noqa: BLE001 - SQLAlchemy's many URL / connection errors
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                # two workers creating the schema at once: one sees the other's tables or alembic row, or a lock
+                racing = type(e).__name__ in ("OperationalError", "IntegrityError")
+                if racing and attempt < SCHEMA_RETRIES - 1:
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                raise UserError(f"cannot open storage {_redact(storage)!r}: {msg}",
+                                hint="give an RDB URL, e.g. sqlite:///tune.db or "
+                                     "postgresql://user:password@host/dbname") from None
     kw: dict[str, Any] = {"directions": ["minimize"] * 3} if pareto else {"direction": "minimize"}
     last: Optional[Exception] = None
-    for attempt in range(20):
+    for attempt in range(STORAGE_RETRIES):
         try:
             study = optuna.create_study(storage=store, study_name=study_name, sampler=sampler, load_if_exists=True,
                                         **kw)

@@ -168,10 +168,11 @@ def print_result(res, show: int) -> None:
         by[r.status] = by.get(r.status, 0) + 1
     info(f"{res.n_trials} trials ({res.n_distinct} distinct configurations; "
          + ", ".join(f"{k} {v}" for k, v in sorted(by.items())) + f") in {res.elapsed_s:.1f} s")
-    if g.optimum_score is not None:
+    if res.mode == "measured":
+        info(f"space: {g.size} configurations, {g.feasible} predicted to fit the limits")
+    elif g.optimum_score is not None:
         opt = g.optimum[0]
-        kind = "predicted grid" if res.mode == "predicted" else "predicted grid (the probes may rank differently)"
-        info(f"{kind}: {g.size} configurations, {g.feasible} feasible; optimum score {g.optimum_score:.4f} "
+        info(f"predicted grid: {g.size} configurations, {g.feasible} feasible; optimum score {g.optimum_score:.4f} "
              f"({_cfg(opt)}{f' and {len(g.optimum) - 1} tied' if len(g.optimum) > 1 else ''})")
     if res.objective == "score" and res.mode == "predicted":
         if res.regret is None:
