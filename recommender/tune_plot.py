@@ -30,7 +30,9 @@ def plot_front(res, path: str) -> Path:
                         c=[r.quality_cost or 0.0 for r in front], cmap="viridis_r", edgecolors="black",
                         label=f"Pareto front ({len(front)})")
         fig.colorbar(sc, ax=ax, label="quality cost (normalized, lower is better)")
-        for r in front[:12]:
+        extremes = {id(min(front, key=key)): min(front, key=key) for key in
+                    (lambda r: r.latency_ms, lambda r: r.memory_bytes, lambda r: r.quality_cost or 0.0)}
+        for r in extremes.values():  # the fastest, the smallest and the best-quality configurations
             ax.annotate(f"{r.config.model.split('/')[-1]} {r.config.quant}", (r.memory_bytes / 1024**3, r.latency_ms),
                         fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("memory (GiB)")
