@@ -114,8 +114,9 @@ HOST_DECODE_BW_EFFICIENCY = Const(0.6, "fraction of bandwidth", "assumption: CPU
                                                                 "by calibration")
 PCIE_BANDWIDTH = Const(31.5e9, "bytes/s", "PCIe 4.0 x16 theoretical: 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s "
                                           "(PCI-SIG PCIe 4.0 base specification)")
-GGML_CUDA_OFFLOAD_MIN_BATCH = Const(32, "tokens", "ggml-cuda.cu ggml_backend_cuda_device_offload_op: min_batch_size "
-                                                   "= 32 (ops on host weights run on the GPU from this batch size)")
+GGML_CUDA_OFFLOAD_MIN_BATCH = Const(32, "tokens", "ggml-cuda.cu ggml_backend_cuda_device_offload_op: get_op_batch_size"
+                                                   "(op) >= op_offload_min_batch_size, default 32 (env "
+                                                   "GGML_OP_OFFLOAD_MIN_BATCH; a hard-coded 32 in older releases)")
 
 # KV-cache element sizes per dtype (bytes per element); q8_0/q4_0 are llama.cpp block formats.
 KV_DTYPE_BYTES: dict[str, float] = {

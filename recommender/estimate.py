@@ -316,7 +316,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         host_dec_ms = host_step / (C.HOST_MEMORY_BANDWIDTH.value * C.HOST_DECODE_BW_EFFICIENCY.value) * 1e3
         # prefill: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights to the
         # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
-        ubatches = -(-(prompt_tokens * batch) // int(C.LLAMA_CPP_N_UBATCH.value))
+        n_tok, ub = prompt_tokens * batch, int(C.LLAMA_CPP_N_UBATCH.value)
+        ubatches = n_tok // ub + (1 if n_tok % ub >= C.GGML_CUDA_OFFLOAD_MIN_BATCH.value else 0)
         host_pre_ms = host_layer_bytes * ubatches / C.PCIE_BANDWIDTH.value * 1e3
         basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
                                     f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches / "
