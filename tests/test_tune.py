@@ -83,7 +83,8 @@ def test_measure_on_cpu_with_smollm2_and_rerun_is_cached(cli, user_catalog):
     for t in d["trials"]:
         by_status.setdefault(t["status"], []).append(t)
     # 1024 tokens with an f16 cache is predicted at ~211 MiB (> 200): skipped, never probed
-    for t in by_status.get("skipped", []):
+    assert by_status.get("skipped"), [t["config"] for t in d["trials"]]
+    for t in by_status["skipped"]:
         assert t["measurement_id"] is None and t["config"]["kv_dtype"] == "f16"
         assert t["config"]["context_tokens"] == 1024
     probed = [t for t in d["trials"] if t["source"] == "measured"]
