@@ -218,14 +218,14 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     """Estimate memory and latency of one candidate configuration on one GPU.
 
     ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
-    tensor by tensor. ``gpu_layers`` (llama.cpp only) puts only that many of the repeating layers on the GPU, the
-    last ones, as llama.cpp's n_gpu_layers does; the output layer then stays on the host too (docs/estimates.md §7).
-    None, or num_layers or more, means every layer and the output layer on the GPU."""
+    tensor by tensor. ``gpu_layers`` (llama.cpp only) is llama.cpp's n_gpu_layers: the output layer counts as one
+    layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
+    num_layers + 1 or more, means every block and the output layer on the GPU."""
     kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
     if kv_dtype not in C.ENGINE_KV_DTYPES[engine]:
         raise ValueError(f"KV dtype {kv_dtype} is not one {engine} offers ({', '.join(C.ENGINE_KV_DTYPES[engine])})")
     n_layers = max(spec.num_layers, 1)
-    if gpu_layers is not None and gpu_layers >= n_layers:
+    if gpu_layers is not None and gpu_layers > n_layers:
         gpu_layers = None
     if gpu_layers is not None:
         if engine != "llama.cpp" or hw.backend == "metal":
@@ -255,15 +255,20 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     gpu_frac = 1.0  # share of the repeating layers (and of their KV cache) on the GPU
     host_layer_bytes = 0  # weights of the layers left on the host (output layer included)
     if gpu_layers is not None:
-        # llama.cpp n_gpu_layers: the last gpu_layers blocks on the GPU; the output layer joins them only when every
-        # block does (llama-model.cpp: i_gpu_start = n_layer + 1 - n_gpu_layers). Each layer's KV cache lives with
-        # its layer (offload_kqv). Blocks are taken as equal in size.
+        # llama.cpp n_gpu_layers = g (llama-model.cpp: i_gpu_start = n_layer + 1 - g): blocks i_gpu_start..n_layer-1
+        # and the output layer (index n_layer) on the GPU, i.e. g - 1 blocks plus the output layer for 1 <= g <=
+        # n_layer; measured on the H200 with llama-cpp-python 0.3.36 (CUDA0 KV buffer 13/28 of the cache at g = 14).
+        # Each block's KV cache lives with its block (offload_kqv). Blocks are taken as equal in size.
         out_b = output_bytes(spec, quant)
-        blocks = max(wbytes - embd_b - out_b, 0)
-        gpu_frac = gpu_layers / n_layers
-        gpu_weights = int(blocks * gpu_frac)
-        host_layer_bytes = blocks - gpu_weights + out_b
-        host = embd_b + host_layer_bytes
+        if spec.tie_word_embeddings:
+            out_b += embd_b  # a tied output projection is loaded where the output layer is (see `host` above)
+        blocks = max(wbytes - embd_b - output_bytes(spec, quant), 0)
+        gpu_blocks = max(gpu_layers - 1, 0)
+        gpu_frac = gpu_blocks / n_layers
+        out_gpu = out_b if gpu_layers >= 1 else 0
+        gpu_weights = int(blocks * gpu_frac) + out_gpu
+        host_layer_bytes = blocks - int(blocks * gpu_frac) + (out_b - out_gpu)
+        host = embd_b + host_layer_bytes - (embd_b if spec.tie_word_embeddings and not out_gpu else 0)
     kv_gpu = int(round(kv_total * gpu_frac))
     compute, compute_basis = _compute_buffer(spec, engine, quant, prompt_tokens, batch)
     runtime, runtime_basis = _runtime_overhead(engine, hw)
@@ -271,9 +276,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
                        f"[{runtime_basis}]")
     if gpu_layers is not None:
-        basis["offload"] = (f"{gpu_layers} of {n_layers} layers on the GPU (llama.cpp n_gpu_layers={gpu_layers}): "
-                            f"GPU holds that share of the block weights and of the KV cache; the rest and the output "
-                            f"layer stay in host RAM")
+        basis["offload"] = (f"llama.cpp n_gpu_layers={gpu_layers}: the output layer and {max(gpu_layers - 1, 0)} of "
+                            f"{n_layers} blocks (with their share of the KV cache) on the GPU, the rest in host RAM")
     elif host:
         basis["host_weights_bytes"] = "llama.cpp token embeddings stay in host RAM"
     if engine == "vllm":
@@ -318,10 +322,10 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
         n_tok, ub = prompt_tokens * batch, int(C.LLAMA_CPP_N_UBATCH.value)
         ubatches = n_tok // ub + (1 if n_tok % ub >= C.GGML_CUDA_OFFLOAD_MIN_BATCH.value else 0)
-        host_pre_ms = host_layer_bytes * ubatches / C.PCIE_BANDWIDTH.value * 1e3
+        host_pre_ms = host_layer_bytes * ubatches / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3
         basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
                                     f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches / "
-                                    f"PCIE_BANDWIDTH = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
+                                    f"HOST_TO_GPU_COPY_BYTES_PER_S = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = e2e = dec_tps = thr = util = None
     if bw:

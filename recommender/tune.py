@@ -126,7 +126,8 @@ class Space(Strict):
     def gpu_layers_for(self, model: str, frac: float) -> Optional[int]:
         if frac >= 1.0:
             return None
-        return max(0, min(self.num_layers[model] - 1, int(round(frac * self.num_layers[model]))))
+        # llama.cpp n_gpu_layers (the output layer counts as one); num_layers + 1 would be every layer
+        return max(1, min(self.num_layers[model], int(round(frac * self.num_layers[model]))))
 
     def configs(self) -> list[TuneConfig]:
         """Every configuration (the exhaustive grid), duplicates removed."""
@@ -411,7 +412,7 @@ def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, f
                 store = optuna.storages.RDBStorage(storage, engine_kwargs=kwargs)
                 break
             except ImportError as e:
-                raise UserError(f"cannot open storage {storage!r}: {e}",
+                raise UserError(f"cannot open storage {_redact(storage)!r}: {e}",
                                 hint="PostgreSQL needs a driver: pip install psycopg2-binary") from None
             except Exception as e:  # noqa: BLE001 - SQLAlchemy's many URL / connection errors
                 msg = str(e).splitlines()[0] if str(e) else type(e).__name__

@@ -151,7 +151,7 @@ def test_pareto_front_and_plot(cli, tmp_path):
 
 def test_partial_offload_moves_layers_to_host():
     """llama.cpp n_gpu_layers: fewer layers on the GPU -> less GPU memory, more host bytes per decode step, slower
-    decode; every layer equals no offload."""
+    decode; n_layer + 1 (every block and the output layer) equals no offload."""
     from recommender.cli.common import open_catalog
     from recommender.estimate import estimate
     from recommender.hardware import find_profile, load_profiles
@@ -160,7 +160,7 @@ def test_partial_offload_moves_layers_to_host():
     hw = find_profile("RTX 4090", load_profiles())
     kw = dict(context_tokens=4096, prompt_tokens=1024, output_tokens=256)
     full = estimate(spec, "Q4_K_M", "llama.cpp", hw, **kw)
-    assert estimate(spec, "Q4_K_M", "llama.cpp", hw, gpu_layers=spec.num_layers, **kw) == full
+    assert estimate(spec, "Q4_K_M", "llama.cpp", hw, gpu_layers=spec.num_layers + 1, **kw) == full
     half = estimate(spec, "Q4_K_M", "llama.cpp", hw, gpu_layers=spec.num_layers // 2, **kw)
     assert half.gpu_layers == spec.num_layers // 2
     assert half.total_vram_bytes < full.total_vram_bytes - 0.4 * full.weights_gpu_bytes

@@ -14,7 +14,8 @@ def tune_command(
     models: Optional[list[str]] = typer.Argument(None, help="Catalog models to tune over (default: every model). "
                                                             "With --measure: one .gguf file on this machine."),
     vram: Optional[str] = typer.Option(None, "--vram", help="Memory budget: 24 (GiB), 24GiB, 24GB (SI). GPU memory; "
-                                                            "with --measure on a CPU, the process's memory."),
+                                                            "with --measure on a CPU, the buffers llama.cpp "
+                                                            "allocates (weights, KV, compute)."),
     max_latency: Optional[str] = typer.Option(None, "--max-latency", help="Latency limit: 800ms, 0.8s, 800 (ms)."),
     latency_metric: LatencyMetricOpt = typer.Option(LatencyMetricOpt.ttft, "--latency-metric",
                                                     help="Which latency the limit applies to."),
@@ -77,18 +78,20 @@ def tune_command(
         from ..hardware import probe_host  # noqa: PLC0415
         from ..tune_measure import MeasuredEvaluator, cpu_profile, resolve_measured_target  # noqa: PLC0415
 
+        from ..engines import resolve_engine  # noqa: PLC0415
+
         if not models or len(models) != 1:
             raise UserError("--measure tunes one model file", hint="give one .gguf file, e.g. "
                                                                   "recommender tune model.gguf --measure")
-        if engine and any(e.lower().replace("-", "").replace("_", "").replace(".", "") != "llamacpp" for e in engine):
+        if engine and any(resolve_engine(e) != "llama.cpp" for e in engine):
             raise UserError("--measure runs llama.cpp on a GGUF file", hint="drop --engine")
+        if gpu:
+            raise UserError("--measure runs on this machine", hint="drop --gpu (it plans for another GPU)")
         target = resolve_measured_target(models[0], catalog)
         q, notes = build_query(vram, max_latency, latency_metric.value, workload, context, batch, prompt_tokens,
                                output_tokens, weights, normalization.value, missing.value, gpu, None, None, None,
                                10, 1, catalog)
         host = probe_host()
-        if gpu:
-            raise UserError("--measure runs on this machine", hint="drop --gpu (it plans for another GPU)")
         if not host.gpus:
             q = q.model_copy(update={"hardware": cpu_profile(host, q.vram_bytes if vram else None)})
             if not vram:
