@@ -583,8 +583,8 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
     feasible = [r for r in records if r.status == "feasible" and r.score is not None]
     best = min(feasible, key=lambda r: (r.score, r.number)) if feasible else None
     regret = ttopt = dtopt = None
-    if best is not None and opt is not None:
-        regret = max(best.score - opt, 0.0)
+    if best is not None and opt is not None and measured is None:  # measured scores are not comparable with the
+        regret = max(best.score - opt, 0.0)                          # predicted grid's optimum
         seen: set[tuple] = set()
         for i, r in enumerate(records, 1):
             seen.add(r.config.key())
@@ -597,7 +597,8 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
         query=q, space=space.describe(), study_name=name, storage=_redact(storage), seed=seed,
         sampler=sampler_settings(pareto, n_startup), n_trials=len(records), n_distinct=n_distinct, best=best,
         grid=summary, regret=regret, trials_to_optimum=ttopt, distinct_to_optimum=dtopt,
-        reached_within=(ttopt is not None and ttopt <= 0.1 * summary.size) if summary.size else None,
+        reached_within=(ttopt is not None and ttopt <= 0.1 * summary.size) if summary.size and measured is None
+        else None,
         trials=records, notes=notes)
     if pareto:
         result.pareto_front = pareto_front(records)
