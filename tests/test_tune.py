@@ -168,3 +168,13 @@ def test_partial_offload_moves_layers_to_host():
     assert half.weights_gpu_bytes + half.host_weights_bytes == full.weights_bytes
     with pytest.raises(ValueError):
         estimate(spec, "AWQ-4bit", "vllm", hw, gpu_layers=4, **kw)
+
+
+def test_estimate_gpu_layers_cli(cli):
+    """`recommender estimate --gpu-layers`: the output layer and g - 1 blocks on the GPU (llama.cpp's count, as the
+    H200 buffers showed); only llama.cpp has partial offload."""
+    full = cli("estimate", "qwen2.5-7b", "--gpu", "RTX 4090", "--json").json()
+    part = cli("estimate", "qwen2.5-7b", "--gpu", "RTX 4090", "--gpu-layers", "14", "--json").json()
+    assert part["gpu_layers"] == 14 and "13 of 28 blocks" in part["basis"]["offload"]
+    assert part["total_vram_bytes"] < full["total_vram_bytes"] and part["tpot_ms"] > full["tpot_ms"]
+    assert_user_error(cli("estimate", "qwen2.5-7b", "--quant", "AWQ-4bit", "--engine", "vllm", "--gpu-layers", "4"))
