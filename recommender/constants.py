@@ -101,6 +101,26 @@ PREFILL_OVERHEAD_MS: dict[str, Const] = {
     "transformers": Const(70.0, "ms", "shared/notes/engines.md: one eager step costs 60-80 ms of host time"),
 }
 
+# --- Partial offload (llama.cpp n_gpu_layers < all) -------------------------------------------------------------
+# Layers left on the host are read from host RAM during decode, and during prompt processing llama.cpp's CUDA backend
+# copies their weights to the GPU for every micro-batch of at least GGML_CUDA_OFFLOAD_MIN_BATCH tokens and multiplies
+# there (ggml-cuda.cu ggml_backend_cuda_device_offload_op). The planner cannot see the host's RAM: its bandwidth is an
+# assumed desktop figure; the host-to-GPU copy rate is measured (one H200 host).
+HOST_MEMORY_BANDWIDTH = Const(89.6e9, "bytes/s", "assumption: dual-channel DDR5-5600 host, 2 channels x 8 B x "
+                                                 "5600 MT/s = 89.6 GB/s theoretical (JEDEC JESD79-5 speed bin); "
+                                                 "the planned machine's RAM is not known")
+HOST_DECODE_BW_EFFICIENCY = Const(0.6, "fraction of bandwidth", "assumption: CPU decode reaches a smaller share of "
+                                                                "peak DRAM bandwidth than GPU kernels; to be fitted "
+                                                                "by calibration")
+HOST_TO_GPU_COPY_BYTES_PER_S = Const(6.5e9, "bytes/s", "measured (docs/estimates.md 6.7): llama-cpp-python 0.3.36 "
+                                      "on an NVIDIA H200 host, Qwen2.5-7B Q4_K_M (synthetic weights), 512-token "
+                                      "prompt: TTFT 430.3 ms at n_gpu_layers=14 against 61.0 ms with every layer, for "
+                                      "2,288 MiB of host-resident (mmap'd, pageable) weights copied once = 6.5 GB/s, "
+                                      "far below PCIe's 31.5-63 GB/s")
+GGML_CUDA_OFFLOAD_MIN_BATCH = Const(32, "tokens", "ggml-cuda.cu ggml_backend_cuda_device_offload_op: get_op_batch_size"
+                                                   "(op) >= op_offload_min_batch_size, default 32 (env "
+                                                   "GGML_OP_OFFLOAD_MIN_BATCH; a hard-coded 32 in older releases)")
+
 # KV-cache element sizes per dtype (bytes per element); q8_0/q4_0 are llama.cpp block formats.
 KV_DTYPE_BYTES: dict[str, float] = {
     "f16": 2.0, "bf16": 2.0, "fp8": 1.0,

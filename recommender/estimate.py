@@ -30,9 +30,10 @@ class Estimate(Strict):
     prompt_tokens: int
     output_tokens: int
     kv_dtype: str
+    gpu_layers: Optional[int] = None  # repeating layers on the GPU (llama.cpp partial offload); None = every layer
     weights_bytes: int  # the whole variant (file size of the tensors)
     weights_gpu_bytes: int  # resident on the GPU
-    host_weights_bytes: int  # kept in host RAM by the engine (llama.cpp keeps token embeddings on the CPU)
+    host_weights_bytes: int  # kept in host RAM (llama.cpp: token embeddings; with partial offload the host layers)
     kv_bytes_per_token: int  # per token of context, every layer storing it (sliding-window layers included)
     kv_cache_bytes: int  # for context_tokens x batch, sliding windows and padding respected
     compute_buffer_bytes: int
@@ -46,6 +47,7 @@ class Estimate(Strict):
     throughput_tokens_per_s: Optional[float]  # batch x per-sequence decode rate
     decode_bytes_per_step: int  # bytes read from GPU memory per decode step (weights touched + KV of every sequence)
     decode_kv_bytes_per_step: int = 0  # the KV-cache part of decode_bytes_per_step
+    host_bytes_per_step: int = 0  # bytes read from host RAM per decode step (partial offload: host layers + their KV)
     prefill_flops: float  # FLOPs of the prefill of prompt_tokens x batch
     prefill_attention_flops: float = 0.0  # the attention (QK^T, AV) part of prefill_flops
     bandwidth_utilization: Optional[float] = None  # decode_bytes_per_step x steps/s / bandwidth
@@ -83,6 +85,22 @@ def variant_bytes(spec: ModelSpec, quant: str) -> tuple[int, int, int]:
             if "_exps." in name:
                 experts += nbytes
         hit = _BREAKDOWN_CACHE[key] = (total, embd, experts)
+    return hit
+
+
+_OUTSIDE_CACHE: dict[tuple, int] = {}
+
+
+def output_bytes(spec: ModelSpec, quant: str) -> int:
+    """Bytes of the tensors outside the repeating blocks other than the token embedding (output.weight,
+    output_norm.weight): llama.cpp's "output layer", on the GPU only when every layer is offloaded."""
+    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
+    hit = _OUTSIDE_CACHE.get(key)
+    if hit is None:
+        from .quant import weights_breakdown  # noqa: PLC0415
+
+        hit = _OUTSIDE_CACHE[key] = sum(n for name, _t, n in weights_breakdown(spec, quant)
+                                        if not name.startswith("blk.") and name != "token_embd.weight")
     return hit
 
 
@@ -207,12 +225,25 @@ def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int
 
 def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
              batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
-             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None) -> Estimate:
+             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
+             gpu_layers: Optional[int] = None) -> Estimate:
     """Estimate memory and latency of one candidate configuration on one GPU.
 
     ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
-    tensor by tensor."""
+    tensor by tensor. ``gpu_layers`` (llama.cpp only) is llama.cpp's n_gpu_layers: the output layer counts as one
+    layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
+    num_layers + 1 or more, means every block and the output layer on the GPU."""
     kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
+    if kv_dtype not in C.ENGINE_KV_DTYPES[engine]:
+        raise ValueError(f"KV dtype {kv_dtype} is not one {engine} offers ({', '.join(C.ENGINE_KV_DTYPES[engine])})")
+    n_layers = max(spec.num_layers, 1)
+    if gpu_layers is not None and gpu_layers > n_layers:
+        gpu_layers = None
+    if gpu_layers is not None:
+        if engine != "llama.cpp" or hw.backend == "metal":
+            raise ValueError("partial offload (gpu_layers) is modelled for llama.cpp on a discrete GPU only")
+        if gpu_layers < 0:
+            raise ValueError(f"gpu_layers must be >= 0, not {gpu_layers}")
     if prompt_tokens is None:
         prompt_tokens = max(context_tokens - output_tokens, 1)
     family = _family(quant)
@@ -233,12 +264,33 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     gpu_weights = wbytes - host + (embd_b if host and spec.tie_word_embeddings else 0)
     kv_pt = kv_bytes_per_token(spec, engine, kv_dtype)
     kv_total = kv_cache_bytes(spec, context_tokens, batch, engine, kv_dtype)
+    gpu_frac = 1.0  # share of the repeating layers (and of their KV cache) on the GPU
+    host_layer_bytes = 0  # weights of the layers left on the host (output layer included)
+    if gpu_layers is not None:
+        # llama.cpp n_gpu_layers = g (llama-model.cpp: i_gpu_start = n_layer + 1 - g): blocks i_gpu_start..n_layer-1
+        # and the output layer (index n_layer) on the GPU, i.e. g - 1 blocks plus the output layer for 1 <= g <=
+        # n_layer; measured on the H200 with llama-cpp-python 0.3.36 (CUDA0 KV buffer 13/28 of the cache at g = 14).
+        # Each block's KV cache lives with its block (offload_kqv). Blocks are taken as equal in size.
+        out_b = output_bytes(spec, quant)
+        if spec.tie_word_embeddings:
+            out_b += embd_b  # a tied output projection is loaded where the output layer is (see `host` above)
+        blocks = max(wbytes - embd_b - output_bytes(spec, quant), 0)
+        gpu_blocks = max(gpu_layers - 1, 0)
+        gpu_frac = gpu_blocks / n_layers
+        out_gpu = out_b if gpu_layers >= 1 else 0
+        gpu_weights = int(blocks * gpu_frac) + out_gpu
+        host_layer_bytes = blocks - int(blocks * gpu_frac) + (out_b - out_gpu)
+        host = embd_b + host_layer_bytes - (embd_b if spec.tie_word_embeddings and not out_gpu else 0)
+    kv_gpu = int(round(kv_total * gpu_frac))
     compute, compute_basis = _compute_buffer(spec, engine, quant, prompt_tokens, batch)
     runtime, runtime_basis = _runtime_overhead(engine, hw)
-    total = gpu_weights + kv_total + compute + runtime
+    total = gpu_weights + kv_gpu + compute + runtime
     basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
                        f"[{runtime_basis}]")
-    if host:
+    if gpu_layers is not None:
+        basis["offload"] = (f"llama.cpp n_gpu_layers={gpu_layers}: the output layer and {max(gpu_layers - 1, 0)} of "
+                            f"{n_layers} blocks (with their share of the KV cache) on the GPU, the rest in host RAM")
+    elif host:
         basis["host_weights_bytes"] = "llama.cpp token embeddings stay in host RAM"
     if engine == "vllm":
         reserve = int(hw.memory_bytes * C.VLLM_GPU_MEMORY_UTILIZATION.value)
@@ -271,21 +323,34 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         step_weights = gpu_weights
     mean_ctx = min(prompt_tokens + output_tokens / 2, context_tokens)
     kv_read = kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0
-    step_bytes = int(step_weights + kv_read)
+    step_bytes = int(step_weights + kv_read * gpu_frac)
+    host_step = int(host_layer_bytes + kv_read * (1 - gpu_frac))
     pre_mm, pre_attn = prefill_flops_parts(spec, prompt_tokens, batch)
     pre_flops = pre_mm + pre_attn
+    host_dec_ms = host_pre_ms = 0.0
+    if host_step:
+        # decode: the host layers are read from host RAM, one step after the GPU's (sequential layers)
+        host_dec_ms = host_step / (C.HOST_MEMORY_BANDWIDTH.value * C.HOST_DECODE_BW_EFFICIENCY.value) * 1e3
+        # prefill: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights to the
+        # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
+        n_tok, ub = prompt_tokens * batch, int(C.LLAMA_CPP_N_UBATCH.value)
+        ubatches = n_tok // ub + (1 if n_tok % ub >= C.GGML_CUDA_OFFLOAD_MIN_BATCH.value else 0)
+        host_pre_ms = host_layer_bytes * ubatches / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3
+        basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
+                                    f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches / "
+                                    f"HOST_TO_GPU_COPY_BYTES_PER_S = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = e2e = dec_tps = thr = util = None
     if bw:
         mem_ms = step_bytes / (bw * eff_c.value) * 1e3
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
-        tpot = max(mem_ms, comp_ms) + ovh_dec
+        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms
         dec_tps = 1000.0 / tpot
         thr = dec_tps * batch
         util = step_bytes * dec_tps / bw
         if peak:
             pre_ms = pre_flops / (peak * mfu_c.value) * 1e3
-            ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre
+            ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
             e2e = ttft + (output_tokens - 1) * tpot
             basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
                                 f"{eff_c.value})) + {ovh_pre} ms "
@@ -307,12 +372,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
     return Estimate(
         model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
-        prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, weights_bytes=wbytes,
+        prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
+        weights_bytes=wbytes,
         weights_gpu_bytes=gpu_weights, host_weights_bytes=host, kv_bytes_per_token=kv_pt, kv_cache_bytes=kv_total,
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, decode_tokens_per_s=dec_tps,
-        throughput_tokens_per_s=thr, decode_bytes_per_step=step_bytes, decode_kv_bytes_per_step=int(kv_read),
-        prefill_flops=pre_flops, prefill_attention_flops=pre_attn,
+        throughput_tokens_per_s=thr, decode_bytes_per_step=step_bytes, decode_kv_bytes_per_step=int(kv_read * gpu_frac),
+        host_bytes_per_step=host_step, prefill_flops=pre_flops, prefill_attention_flops=pre_attn,
         bandwidth_utilization=util, provenance=prov, basis=basis, notes=notes)
 
 

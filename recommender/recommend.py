@@ -109,73 +109,97 @@ def swa_models(models: dict[str, ModelSpec]) -> frozenset[str]:
     return frozenset(mid for mid, s in models.items() if s.num_swa_layers)
 
 
+class CandidateBuilder:
+    """Everything a candidate needs from the catalog, read once: estimates, the measured-row overlay, quality and the
+    hard constraints of one query. ``enumerate_candidates`` (recommend) and ``recommender.tune`` (one configuration
+    per trial, KV dtype and partial offload included) build candidates through it."""
+
+    def __init__(self, catalog: Catalog, q: Query, calibrator=None) -> None:
+        from .hardware import load_profiles  # noqa: PLC0415
+
+        if calibrator is None:
+            from .calibration import load_calibrator  # noqa: PLC0415
+
+            calibrator = load_calibrator(catalog)
+        self.calibrator = calibrator
+
+        self.q = q
+        self.models = catalog.models()
+        self.variants = catalog.variants()
+        self.quality = QualityIndex(catalog)
+        profiles = load_profiles()
+        self.measured = measured_index(catalog.measurements(status="ok"), profiles, swa_models(self.models))
+        self.hw_key = hardware_key(q.hardware.name, profiles)
+        self._fixed: dict[tuple, tuple] = {}
+
+    def build(self, mid: str, quant: str, engine: str, ctx: int, batch: int, kv_dtype: Optional[str] = None,
+              gpu_layers: Optional[int] = None) -> Candidate:
+        q, hw, wl = self.q, self.q.hardware, self.q.workload
+        spec: ModelSpec = self.models[mid]
+        variant = self.variants[(mid, quant)]
+        key = (mid, quant, engine)
+        fixed = self._fixed.get(key)
+        if fixed is None:  # per (model, quant, engine): quality and engine support (contexts x batches reuse them)
+            from .quant import QUANTS  # noqa: PLC0415
+
+            fixed = self._fixed[key] = (self.quality.zh(mid), self.quality.en(mid), self.quality.ppl_ratio(quant),
+                                        engine_supported(engine, QUANTS[quant].family, quant, hw))
+        zh, en, ppl, unsupported = fixed
+        prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
+        est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
+                       output_tokens=wl.output_tokens, variant=variant, kv_dtype=kv_dtype, gpu_layers=gpu_layers)
+        if est.gpu_layers is None:  # measured rows and calibration fits are taken with every layer on the GPU
+            if self.calibrator.has(engine, self.hw_key):
+                est = self.calibrator.apply(est, spec, hw, self.hw_key)
+            m = self.measured.get((self.hw_key, mid, quant, engine, batch, ctx, est.kv_dtype))
+            if m is not None:
+                est = overlay_measurement(est, m)
+        lat = getattr(est, _LATENCY_FIELD[q.latency_metric])
+        reasons = []
+        if unsupported:
+            reasons.append(unsupported)
+        if ctx > spec.max_position_embeddings:
+            reasons.append(f"context {ctx} exceeds the model's maximum of {spec.max_position_embeddings}")
+        if est.total_vram_bytes > q.vram_bytes:
+            reasons.append(f"needs {est.total_vram_bytes / 1024**3:.1f} GiB of GPU memory, budget is "
+                           f"{q.vram_bytes / 1024**3:.1f} GiB")
+        if q.max_latency_ms is not None:
+            if lat is None:
+                reasons.append(f"{q.latency_metric.upper()} unknown ({'; '.join(est.notes) or 'no data'}), "
+                               f"so the latency limit cannot be checked")
+            elif lat > q.max_latency_ms:
+                reasons.append(f"{q.latency_metric.upper()} {lat:.0f} ms exceeds the limit of "
+                               f"{q.max_latency_ms:.0f} ms")
+        # model_construct: every field comes from validated records above (no second validation pass
+        # over ~1,300 candidates: recommend's cold start matters)
+        return Candidate.model_construct(
+            **dict(est), params_total=spec.params_total, params_active=spec.params_active,
+            zh_accuracy=zh.value, en_accuracy=en.value, ppl_ratio=ppl.value,
+            quality={"zh": zh, "en": en, "ppl": ppl}, latency_ms=lat, excluded=reasons, rank=None,
+            score=None, score_parts={})
+
+
 def enumerate_candidates(catalog: Catalog, q: Query, calibrator=None) -> list[Candidate]:
     from .quant import QUANTS  # noqa: PLC0415
 
-    models = catalog.models()
-    variants = catalog.variants()
-    quality = QualityIndex(catalog)
-    from .hardware import load_profiles  # noqa: PLC0415
-
-    profiles = load_profiles()
-    measured = measured_index(catalog.measurements(status="ok"), profiles, swa_models(models))
-    hw_key = hardware_key(q.hardware.name, profiles)
-    hw = q.hardware
-    if calibrator is None:
-        from .calibration import load_calibrator  # noqa: PLC0415
-
-        calibrator = load_calibrator(catalog)
+    b = CandidateBuilder(catalog, q, calibrator)
     wl = q.workload
     wanted = set(q.models)
     out: list[Candidate] = []
-    for (mid, quant), variant in variants.items():
+    for (mid, quant) in b.variants:
         if wanted and mid not in wanted:
             continue
         if q.quants and quant not in q.quants:
             continue
-        spec: ModelSpec = models[mid]
         qs = QUANTS.get(quant)
         if qs is None:
             continue
-        zh, en, ppl = quality.zh(mid), quality.en(mid), quality.ppl_ratio(quant)
         for engine in qs.engines:
             if q.engines and engine not in q.engines:
                 continue
-            unsupported = engine_supported(engine, qs.family, quant, hw)
-            calibrated = calibrator.has(engine, hw_key)
             for ctx in wl.contexts:
                 for batch in wl.batches:
-                    prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
-                    est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
-                                   output_tokens=wl.output_tokens, variant=variant)
-                    if calibrated:
-                        est = calibrator.apply(est, spec, hw, hw_key)
-                    m = measured.get((hw_key, mid, quant, engine, batch, ctx, est.kv_dtype))
-                    if m is not None:
-                        est = overlay_measurement(est, m)
-                    lat = getattr(est, _LATENCY_FIELD[q.latency_metric])
-                    reasons = []
-                    if unsupported:
-                        reasons.append(unsupported)
-                    if ctx > spec.max_position_embeddings:
-                        reasons.append(f"context {ctx} exceeds the model's maximum of {spec.max_position_embeddings}")
-                    if est.total_vram_bytes > q.vram_bytes:
-                        reasons.append(f"needs {est.total_vram_bytes / 1024**3:.1f} GiB of GPU memory, budget is "
-                                       f"{q.vram_bytes / 1024**3:.1f} GiB")
-                    if q.max_latency_ms is not None:
-                        if lat is None:
-                            reasons.append(f"{q.latency_metric.upper()} unknown ({'; '.join(est.notes) or 'no data'}), "
-                                           f"so the latency limit cannot be checked")
-                        elif lat > q.max_latency_ms:
-                            reasons.append(f"{q.latency_metric.upper()} {lat:.0f} ms exceeds the limit of "
-                                           f"{q.max_latency_ms:.0f} ms")
-                    # model_construct: every field comes from validated records above (no second validation pass
-                    # over ~1,300 candidates: recommend's cold start matters)
-                    out.append(Candidate.model_construct(
-                        **dict(est), params_total=spec.params_total, params_active=spec.params_active,
-                        zh_accuracy=zh.value, en_accuracy=en.value, ppl_ratio=ppl.value,
-                        quality={"zh": zh, "en": en, "ppl": ppl}, latency_ms=lat, excluded=reasons, rank=None,
-                        score=None, score_parts={}))
+                    out.append(b.build(mid, quant, engine, ctx, batch))
     return out
 
 

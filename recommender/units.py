@@ -66,6 +66,21 @@ def parse_latency_ms(text: str | float | int, what: str = "--max-latency") -> fl
     return value
 
 
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration_s(text: str | float | int, what: str = "--budget") -> float:
+    """Parse '10m', '90s', '1h', '600' (seconds) into seconds."""
+    raw = str(text).strip()
+    m = _NUM_RE.match(raw)
+    if raw.startswith("-") or not m or m.group(2).lower() not in _DURATION_UNITS:
+        raise UserError(f"cannot read {what} value {raw!r}", hint="use e.g. 10m, 90s, 1h or 600 (seconds)")
+    value = float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+    if value <= 0 or value > 7 * 24 * 3600:
+        raise UserError(f"{what} {raw!r} is out of range", hint="give a positive duration up to a week, e.g. 10m")
+    return value
+
+
 def parse_tokens(text: str | int, what: str = "--context") -> int:
     """Parse '4096', '4K', '32k', '128K' into a token count (K = 1024, as model cards use it)."""
     raw = str(text).strip()

@@ -13,6 +13,7 @@ from .estimate_cmd import estimate_command
 from .hardware_cmd import hardware_command
 from .recommend_cmd import recommend_command
 from .sensitivity_cmd import sensitivity_command
+from .tune_cmd import tune_command
 
 app = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
                        "explained, and every number with its provenance.",
@@ -30,6 +31,7 @@ app.command("estimate")(estimate_command)
 app.command("hardware")(hardware_command)
 app.command("calibrate")(calibrate_command)
 app.command("sensitivity")(sensitivity_command)
+app.command("tune")(tune_command)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(probe_cmd.app, name="probe")
 

@@ -20,6 +20,8 @@ def estimate_command(
     output_tokens: Optional[int] = typer.Option(None, "--output-tokens", min=1,
                                                 help="Output length (default: the chat workload's)."),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV cache dtype (f16, q8_0, q4_0, fp8...)."),
+    gpu_layers: Optional[int] = typer.Option(None, "--gpu-layers", min=0,
+                                             help="llama.cpp n_gpu_layers for partial offload (default: all)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for this GPU profile."),
     vram: Optional[str] = typer.Option(None, "--vram", help="Override the GPU memory (24, 24GiB, 24GB)."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
@@ -41,6 +43,9 @@ def estimate_command(
     if kv_dtype and kv_dtype not in C.ENGINE_KV_DTYPES[eng]:
         raise UserError(f"KV dtype {kv_dtype!r} is not available on {eng}",
                         hint=f"{eng} KV dtypes: {', '.join(C.ENGINE_KV_DTYPES[eng])}")
+    if gpu_layers is not None and eng != "llama.cpp":
+        raise UserError(f"--gpu-layers (partial offload) is modelled for llama.cpp, not {eng}",
+                        hint="drop --gpu-layers, or use --engine llama.cpp")
     ctx = parse_tokens(context)
     from ..workloads import DEFAULT_WORKLOAD, get_workload  # noqa: PLC0415
 
@@ -57,18 +62,19 @@ def estimate_command(
         info(n)
     variant = catalog.variants().get((spec.id, q))
     est = estimate(spec, q, eng, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
-                   output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant)
+                   output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant, gpu_layers=gpu_layers)
     from ..hardware import load_profiles  # noqa: PLC0415
     from ..recommend import hardware_key, measured_index, swa_models  # noqa: PLC0415
 
     profiles = load_profiles()
     from ..calibration import load_calibrator  # noqa: PLC0415
 
-    est = load_calibrator(catalog).apply(est, spec, hw, hardware_key(hw.name, profiles))
+    if est.gpu_layers is None:  # calibration terms are fitted on rows with every layer on the GPU
+        est = load_calibrator(catalog).apply(est, spec, hw, hardware_key(hw.name, profiles))
     m = measured_index(catalog.measurements(model_id=spec.id, status="ok"), profiles,
                        swa_models({spec.id: spec})).get(
         (hardware_key(hw.name, profiles), spec.id, q, eng, batch, ctx, est.kv_dtype))
-    if m is not None:
+    if m is not None and est.gpu_layers is None:  # rows are measured with every layer on the GPU
         est = overlay_measurement(est, m)
     if as_json:
         emit_json(est.model_dump(mode="json"))
