@@ -28,13 +28,11 @@ DUCKDB_LOCK_RETRY_S = 30.0  # another worker writing the overlay: wait this long
 
 
 def cpu_profile(host, memory_bytes: Optional[int]) -> HardwareProfile:
-    """This machine's CPU as a planning target: memory = the budget (else RAM); no sourced bandwidth or peak, so
-    predicted latency is unknown and only the memory model gates trials."""
-    return HardwareProfile(name=host.cpu.model or "this CPU", vendor="cpu", backend="cpu",
-                           memory_bytes=memory_bytes or host.ram_limit_bytes or host.ram_total_bytes,
-                           memory_bandwidth_bytes_per_s=0.0,
-                           sources={"memory_bytes": "--vram" if memory_bytes else "/proc/meminfo"},
-                           notes="this machine's CPU (measured mode)")
+    """This machine's CPU as a planning target (hardware.cpu_profile), with the memory budget when one is given."""
+    from .hardware import cpu_profile as host_cpu, override_memory  # noqa: PLC0415
+
+    prof = host_cpu(host)
+    return override_memory(prof, memory_bytes) if memory_bytes else prof
 
 
 class MeasuredEvaluator:

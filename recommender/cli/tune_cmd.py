@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from .common import LEGEND, emit_json, info, mark, open_catalog
-from .recommend_cmd import LatencyMetricOpt, MissingOpt, NormOpt, build_query
+from .query_opts import LatencyMetricOpt, MissingOpt, NormOpt, QueryOptions, build_query
 
 
 def tune_command(
@@ -88,9 +88,9 @@ def tune_command(
         if gpu:
             raise UserError("--measure runs on this machine", hint="drop --gpu (it plans for another GPU)")
         target = resolve_measured_target(models[0], catalog)
-        q, notes = build_query(vram, max_latency, latency_metric.value, workload, context, batch, prompt_tokens,
-                               output_tokens, weights, normalization.value, missing.value, gpu, None, None, None,
-                               10, 1, catalog)
+        q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
+                                            prompt_tokens, output_tokens, weights, missing, gpu, None, None, None,
+                                            10, 1, catalog_path), normalization.value, catalog)
         host = probe_host()
         if not host.gpus:
             q = q.model_copy(update={"hardware": cpu_profile(host, q.vram_bytes if vram else None)})
@@ -108,9 +108,9 @@ def tune_command(
         res.notes.append(f"probes run {ev.probed}, reused from the catalog {ev.reused}, not run (predicted memory "
                          f"over budget) {ev.skipped}; measuring budget {budget_s:.0f} s")
     else:
-        q, notes = build_query(vram, max_latency, latency_metric.value, workload, context, batch, prompt_tokens,
-                               output_tokens, weights, normalization.value, missing.value, gpu, models, engine, quant,
-                               10, 1, catalog)
+        q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
+                                            prompt_tokens, output_tokens, weights, missing, gpu, models, engine, quant,
+                                            10, 1, catalog_path), normalization.value, catalog)
         for n in notes:
             info(n)
         res = run_tune(catalog, q, trials=trials, seed=seed, pareto=pareto, storage=storage, study_name=study_name,
