@@ -133,7 +133,7 @@ def enumerate_candidates(catalog: Catalog, q: Query) -> list[Candidate]:
         qs = QUANTS.get(quant)
         if qs is None:
             continue
-        zh, en, ppl = quality.zh(mid), quality.en(mid), quality.ppl_ratio(quant)
+        zh, en, ppl = quality.zh(mid, quant), quality.en(mid, quant), quality.ppl_ratio(quant, mid)
         for engine in qs.engines:
             if q.engines and engine not in q.engines:
                 continue

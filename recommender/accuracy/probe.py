@@ -48,7 +48,13 @@ def resolve(model_or_file: str, engine: Optional[str], catalog, model_id: Option
 
         spec, info = spec_from_gguf(path)
         mid = model_id or match_catalog_model(spec, catalog) or spec.id
-        return Target(path, "llama.cpp", mid, gguf_file_quant(info))
+        try:
+            quant = gguf_file_quant(info)
+        except UserError:  # a type the catalog does not size (e.g. Q2_K): still scorable, filed under its own name
+            if not info.file_type_name:
+                raise
+            quant = info.file_type_name.removeprefix("MOSTLY_")
+        return Target(path, "llama.cpp", mid, quant)
     if not ((path / "config.json").is_file() and any(path.glob("*.safetensors"))):
         raise UserError(f"{path} is not a model folder with config.json and *.safetensors",
                         hint="HF folders must hold safetensors weights (pickled weights are never loaded)")

@@ -220,6 +220,20 @@ class Catalog:
         return [AccuracyRow(**_decode(d, {"flags": "flags", "per_subject_json": "per_subject"}))
                 for d in self._filtered(_ACCURACY_COLS, "accuracy_scores", model_id, run_id, status)]
 
+    def measured_quality(self) -> tuple[list[dict], list[dict]]:
+        """Light rows (no per-item data) of every ok accuracy and perplexity measurement, newest first."""
+        if not hasattr(self, "_mq"):
+            acols = ["id", "model_id", "quant", "variant", "engine", "engine_version", "task", "shots", "items_file",
+                     "items_sha256", "n", "accuracy", "ci_low", "ci_high", "flags", "hardware_name", "measured_at"]
+            pcols = ["id", "model_id", "quant", "variant", "engine", "text_file", "text_sha256", "tokens", "nll_nats",
+                     "hardware_name", "measured_at"]
+            acc = [dict(zip(acols, r)) for r in self._rows(", ".join(acols), "accuracy_scores",
+                                                           "WHERE status = 'ok' ORDER BY measured_at DESC")]
+            ppl = [dict(zip(pcols, r)) for r in self._rows(", ".join(pcols), "perplexity_scores",
+                                                           "WHERE status = 'ok' ORDER BY measured_at DESC")]
+            self._mq = (acc, ppl)
+        return self._mq
+
     def perplexity_rows(self, model_id: Optional[str] = None, run_id: Optional[str] = None,
                         status: Optional[str] = None) -> list[PerplexityRow]:
         return [PerplexityRow(**_decode(d, {})) for d in

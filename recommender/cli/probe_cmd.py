@@ -165,6 +165,15 @@ def accuracy(
             if not base_rows:
                 raise UserError(f"--baseline {baseline!r} is neither a file nor a stored run id",
                                 hint="give the other variant's file/folder, or a run_id from an earlier --json output")
+            by_task = {r.task: r for r in base_rows}
+            for t in names:  # refuse before scoring anything: a paired delta needs the very same items
+                b = by_task.get(t)
+                if b is None or b.items_sha256 != files[t][1]["sha256"] or b.shots != shots:
+                    what = "not scored" if b is None else f"scored on {b.items_file}, {b.shots}-shot"
+                    raise UserError(f"baseline run {baseline} has {t} {what}; this run would score "
+                                    f"{files[t][1]['file']}, {shots}-shot",
+                                    hint="paired deltas need identical items: use the baseline's --tasks, --items "
+                                         "and --shots")
     kl_ref = kl_reference or (baseline if base_target is not None and base_target.engine == "llama.cpp"
                               and target.engine == "llama.cpp" else None)
     if kl_ref and not Path(kl_ref).expanduser().is_file():
