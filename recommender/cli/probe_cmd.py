@@ -212,6 +212,7 @@ def accuracy(
     all_acc += rows
     all_ppl += prow
     paired = P.compare(base_rows, rows) if base_rows else {}
+    catalog.close()  # the overlay is attached read-only to this connection: release it before writing
     if save:
         with UserCatalog(user_catalog_path()) as w:
             w.put_scores_measured(all_acc, all_ppl)
