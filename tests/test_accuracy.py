@@ -135,3 +135,14 @@ def test_five_shot_prompt_is_lm_eval_layout():
     ex = pre["anatomy"]
     assert ex.count("\nAnswer: ") == 5 and ex.endswith("\n\n")
     assert math.isclose(len(pre), 57)
+
+
+def test_probe_accuracy_bad_input_is_one_error_line(cli, tmp_path):
+    assert_bad = []
+    for args in (["x.gguf", "--tasks", "gsm8k"], ["x.gguf", "--items", "70"], ["x.gguf", "--shots", "3"],
+                 [str(tmp_path / "missing.gguf")], [str(tmp_path), "--tasks", "mmlu"]):
+        r = cli("probe", "accuracy", *args)
+        assert_bad.append((args, r.code))
+        from tests.conftest import assert_user_error
+
+        assert_user_error(r)

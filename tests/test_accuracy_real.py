@@ -46,6 +46,16 @@ def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, use
     assert len(rows) == 1 and rows[0].items_sha256 == t["items_sha256"] and rows[0].provenance == "measured"
     assert len(rows[0].raw["items"]) == 50
 
+    # recommend now uses the measured MMLU accuracy for SmolLM2 Q4_1 (and only for Q4_1), marked measured
+    rec = cli("--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--quant", "Q4_1", "--quant", "Q8_0",
+              "--per-model", "0", "--top", "50", "--vram", "24", "--json", prog="recommend")
+    assert rec.code == 0, rec.err
+    by_quant = {c["quant"]: c for c in rec.json()["candidates"]}
+    en = by_quant["Q4_1"]["quality"]["en"]
+    assert en["provenance"] == "measured" and en["value"] == pytest.approx(round(100 * t["accuracy"], 2))
+    assert "mmlu-test-v1-50.jsonl" in en["basis"] and "n=50" in en["basis"]
+    assert by_quant["Q8_0"]["quality"]["en"]["provenance"] != "measured"
+
     # a different item set than the baseline's is refused before anything is scored
     bad = cli("probe", "accuracy", str(q2k), "--tasks", "mmlu", "--items", "150", "--baseline", out["run_id"],
               "--no-ppl")
