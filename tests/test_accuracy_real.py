@@ -8,10 +8,25 @@ import json
 
 import pytest
 
-from tests.conftest import assert_user_error, smollm2_gguf_or_skip
+import os
+import subprocess
+
+from tests.conftest import BIN, Run, assert_user_error, smollm2_gguf_or_skip
 
 pytest.importorskip("lm_eval")
 pytest.importorskip("llama_cpp")
+
+
+@pytest.fixture
+def slow_cli(user_catalog):
+    """The `cli` fixture with room for real scoring: 50 questions take ~40 s on one core, longer on a busy machine."""
+
+    def run(*args: str, prog: str = "recommender") -> Run:
+        env = {**os.environ, "RECOMMENDER_USER_CATALOG": str(user_catalog), "COLUMNS": "100"}
+        env.pop("RECOMMENDER_CATALOG", None)
+        return Run(subprocess.run([str(BIN / prog), *args], capture_output=True, text=True, env=env, timeout=1200))
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +36,9 @@ def q2k(tmp_path_factory):
     return requantize(smollm2_gguf_or_skip(), "Q2_K", tmp_path_factory.mktemp("q2k") / "SmolLM2-135M-Instruct.Q2_K.gguf")
 
 
-def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, user_catalog, q2k):
+def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, slow_cli, user_catalog, q2k):
     gguf = smollm2_gguf_or_skip()
-    r = cli("probe", "accuracy", str(gguf), "--tasks", "mmlu", "--items", "50", "--threads", "1", "--json")
+    r = slow_cli("probe", "accuracy", str(gguf), "--tasks", "mmlu", "--items", "50", "--threads", "1", "--json")
     assert r.code == 0, r.err
     out = r.json()
     t = out["tasks"][0]
@@ -63,7 +78,7 @@ def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, use
     assert "identical items" in bad.err
 
     # the Q2_K variant, paired against the stored Q4_1 run, with KL-divergence against the Q4_1 file
-    r2 = cli("probe", "accuracy", str(q2k), "--tasks", "mmlu", "--items", "50", "--threads", "1",
+    r2 = slow_cli("probe", "accuracy", str(q2k), "--tasks", "mmlu", "--items", "50", "--threads", "1",
              "--baseline", out["run_id"], "--kl-reference", str(gguf), "--json")
     assert r2.code == 0, r2.err
     o2 = r2.json()
