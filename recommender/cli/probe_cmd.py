@@ -152,6 +152,12 @@ def accuracy(
     files = {t: I.items_path(t, size, ddir) for t in names}
     catalog = open_catalog()
     target = P.resolve(model, engine, catalog, model_id)
+    import importlib.util  # noqa: PLC0415
+
+    for mod, extra in (("lm_eval", "eval"), *((("llama_cpp", "llama"),) if target.engine == "llama.cpp" else ())):
+        if importlib.util.find_spec(mod) is None:
+            raise UserError(f"{mod} is not installed (needed by accuracy probes on {target.engine})",
+                            hint=f"pip install 'llm-recommender[{extra}]'")
     host = probe_host()
     texts = {lang: P.TEXT_DIR / f for lang, f in P.PPL_TEXTS.items()} if ppl else {}
 
