@@ -127,7 +127,7 @@ def execute(job: AccuracyJob) -> AccuracyResult:
         T.offline_env()
         lm, res.engine = make_lm(job, job.n_ctx, progress=stderr_progress(f"{Path(job.model_path).name}"))
         configs = {t: T.task_config(t, Path(f), job.shots) for t, f in job.tasks.items()}
-        what = ", ".join(f"{t} ({len(Path(f).read_text(encoding='utf-8').splitlines())} items)"
+        what = ", ".join(f"{t} ({Path(f).read_text(encoding='utf-8').count(chr(10))} items)"
                          for t, f in job.tasks.items())
         log(f"scoring {what}, {job.shots}-shot, on {res.engine.get('name')}")
         res.records = T.evaluate(lm, configs)

@@ -263,7 +263,8 @@ def items_path(task: str, size: str, data_dir: Optional[Path] = None) -> tuple[P
 
 
 def load_items(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    # split on "\n" only: str.splitlines() would also split inside strings holding U+2028, U+0085, ...
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 if __name__ == "__main__":  # maintainers: rebuild the shipped files from the raw CSVs
