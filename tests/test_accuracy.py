@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 
 import pytest
@@ -134,7 +133,7 @@ def test_five_shot_prompt_is_lm_eval_layout():
     pre = T.fewshot_prefixes("mmlu", 5)
     ex = pre["anatomy"]
     assert ex.count("\nAnswer: ") == 5 and ex.endswith("\n\n")
-    assert math.isclose(len(pre), 57)
+    assert len(pre) == 57  # every MMLU subject has its own five examples
 
 
 def test_probe_accuracy_bad_input_is_one_error_line(cli, tmp_path):
@@ -146,3 +145,13 @@ def test_probe_accuracy_bad_input_is_one_error_line(cli, tmp_path):
         from tests.conftest import assert_user_error
 
         assert_user_error(r)
+
+
+def test_full_sets_not_shipped_are_rebuilt_from_raw_csvs_with_the_manifest_checksum(tmp_path, monkeypatch):
+    raw = I.default_data_dir()
+    if raw is None:
+        pytest.skip("no raw benchmark CSVs here (RECOMMENDER_BENCHMARK_DATA / ../shared/data/benchmarks)")
+    monkeypatch.setenv("RECOMMENDER_CACHE", str(tmp_path))
+    path, entry = I.items_path("mmlu", "full", raw)
+    assert path.parent == tmp_path / "benchmarks" and not entry["shipped"]
+    assert len(I.load_items(path)) == 14042
