@@ -9,10 +9,20 @@
   ratio is: it measures the damage quantization does. Source: the median ratio over the published llama.cpp
   wikitext perplexities of the Qwen2 GGUF family (Qwen2-{0.5B,1.5B,7B,57B-A14B,72B}-Instruct-GGUF model card).
   16-bit variants are 1.0 by definition; quantizations without a published figure are unknown.
+
+Measured figures (``recommender probe accuracy``, docs/accuracy.md) come first: for a model AND quantization with an
+ok accuracy row (not flagged ``broken-logprobs``), ``zh`` is its C-Eval (else CMMLU) accuracy and ``en`` its MMLU
+accuracy — the row with the most items, then the newest — marked ``measured``, with the item file, its checksum, n,
+the 95 % interval and any guard flag in the basis. ``ppl`` is measured when the same model has perplexity rows of
+this quantization and of a 16-bit variant on the same shipped texts: ``exp((NLL_q - NLL_16) / tokens)`` over the
+texts (same tokenizer, same tokens), the ratio the published figure estimates. Bits-per-byte is shown by the probe
+for comparisons across models (tokenizer-fair) but is not the score's ``ppl`` term: across models it would mostly
+re-measure model quality, which ``zh``/``en`` already carry; the ratio isolates what quantization costs.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from typing import Optional
@@ -48,26 +58,78 @@ def _metric(row: Optional[ScoreRow], model_id: str) -> Metric:
     return Metric(value=row.score, unit="%", provenance="published", basis="; ".join(parts))
 
 
+MEASURED_ZH_TASKS = ("ceval", "cmmlu")
+MEASURED_EN_TASKS = ("mmlu",)
+_TASK_LABEL = {"ceval": "C-Eval val", "cmmlu": "CMMLU test", "mmlu": "MMLU test"}
+
+
+def _measured_metric(rows: list[dict], tasks: tuple[str, ...]) -> Optional[Metric]:
+    cands = [r for r in rows if r["task"] in tasks and "broken-logprobs" not in (r["flags"] or "")]
+    if not cands:
+        return None
+    r = min(cands, key=lambda r: (tasks.index(r["task"]), -r["n"]))  # rows arrive newest first: min is stable
+    flags = [f for f in (r["flags"] or "").split(",") if f]
+    basis = (f"{_TASK_LABEL[r['task']]} {r['shots']}-shot, {r['items_file']} (n={r['n']}, sha256 "
+             f"{r['items_sha256'][:12]}), 95 % CI [{100 * r['ci_low']:.1f}, {100 * r['ci_high']:.1f}] %, "
+             f"{r['variant']} on {r['engine']} {r['engine_version']}, {r['hardware_name']}, {r['measured_at']}, "
+             f"row {r['id']}" + (f"; flags: {','.join(flags)}" if flags else ""))
+    return Metric(value=round(100 * r["accuracy"], 2), unit="%", provenance="measured", basis=basis)
+
+
 class QualityIndex:
     """Quality lookups over one catalog, computed once per run."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._zh: dict[str, Metric] = {}
-        self._en: dict[str, Metric] = {}
+        self._zh: dict[tuple, Metric] = {}
+        self._en: dict[tuple, Metric] = {}
         self._ppl = self._ppl_ratios()
+        acc, ppl = catalog.measured_quality()
+        self._acc: dict[tuple[str, str], list[dict]] = {}
+        for r in acc:
+            self._acc.setdefault((r["model_id"], r["quant"]), []).append(r)
+        self._ppl_rows: dict[str, list[dict]] = {}
+        for r in ppl:
+            self._ppl_rows.setdefault(r["model_id"], []).append(r)
 
-    def zh(self, model_id: str) -> Metric:
-        if model_id not in self._zh:
-            self._zh[model_id] = _metric(_pick(self.catalog.scores_for(model_id), ZH_BENCHMARKS), model_id)
-        return self._zh[model_id]
+    def zh(self, model_id: str, quant: Optional[str] = None) -> Metric:
+        key = (model_id, quant)
+        if key not in self._zh:
+            m = _measured_metric(self._acc.get(key, []), MEASURED_ZH_TASKS) if quant else None
+            self._zh[key] = m or _metric(_pick(self.catalog.scores_for(model_id), ZH_BENCHMARKS), model_id)
+        return self._zh[key]
 
-    def en(self, model_id: str) -> Metric:
-        if model_id not in self._en:
-            self._en[model_id] = _metric(_pick(self.catalog.scores_for(model_id), EN_BENCHMARKS), model_id)
-        return self._en[model_id]
+    def en(self, model_id: str, quant: Optional[str] = None) -> Metric:
+        key = (model_id, quant)
+        if key not in self._en:
+            m = _measured_metric(self._acc.get(key, []), MEASURED_EN_TASKS) if quant else None
+            self._en[key] = m or _metric(_pick(self.catalog.scores_for(model_id), EN_BENCHMARKS), model_id)
+        return self._en[key]
 
-    def ppl_ratio(self, quant: str) -> Metric:
+    def measured_ppl_ratio(self, model_id: str, quant: str) -> Optional[Metric]:
+        rows = self._ppl_rows.get(model_id)
+        if not rows or quant in _FLOAT_QUANTS:
+            return None
+        latest: dict[tuple[str, str], dict] = {}
+        for r in rows:  # newest first: the first row per (quant, text) wins
+            latest.setdefault((r["quant"], r["text_sha256"]), r)
+        for ref_q in ("BF16", "F16"):
+            pairs = [(latest[(quant, t)], latest[(ref_q, t)]) for (q, t) in latest
+                     if q == quant and (ref_q, t) in latest and latest[(ref_q, t)]["tokens"] == latest[(quant, t)]["tokens"]]
+            if pairs:
+                tokens = sum(a["tokens"] for a, _ in pairs)
+                ratio = math.exp(sum(a["nll_nats"] - b["nll_nats"] for a, b in pairs) / tokens)
+                return Metric(value=round(ratio, 5), unit="ratio", provenance="measured",
+                              basis=f"exp((NLL_{quant} - NLL_{ref_q})/tokens) over {len(pairs)} shipped text(s), "
+                                    f"{tokens} tokens: {', '.join(a['text_file'] for a, _ in pairs)}; rows "
+                                    f"{', '.join(a['id'] for a, _ in pairs)}")
+        return None
+
+    def ppl_ratio(self, quant: str, model_id: Optional[str] = None) -> Metric:
+        if model_id:
+            m = self.measured_ppl_ratio(model_id, quant)
+            if m:
+                return m
         if quant in _FLOAT_QUANTS:
             return Metric(value=1.0, unit="ratio", provenance="estimated",
                           basis="16-bit weights are the reference: ratio 1 by definition")

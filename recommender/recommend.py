@@ -142,7 +142,8 @@ class CandidateBuilder:
         if fixed is None:  # per (model, quant, engine): quality and engine support (contexts x batches reuse them)
             from .quant import QUANTS  # noqa: PLC0415
 
-            fixed = self._fixed[key] = (self.quality.zh(mid), self.quality.en(mid), self.quality.ppl_ratio(quant),
+            fixed = self._fixed[key] = (self.quality.zh(mid, quant), self.quality.en(mid, quant),
+                                        self.quality.ppl_ratio(quant, mid),
                                         engine_supported(engine, QUANTS[quant].family, quant, hw))
         zh, en, ppl, unsupported = fixed
         prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))

@@ -187,3 +187,67 @@ class PublishedScore(Strict):
     source_url: str
     source_note: str = ""
     flags: list[str] = Field(default_factory=list)  # THIRD-PARTY, SECONDARY, INFERRED
+
+
+class AccuracyRow(Strict):
+    """One task of one accuracy probe run (`recommender probe accuracy`): a measured score on a fixed item file."""
+
+    id: str
+    run_id: str  # rows of one invocation share it
+    model_id: str
+    quant: str
+    variant: str  # the model file or folder name that was scored
+    engine: str
+    engine_version: str
+    task: str  # ceval | cmmlu | mmlu
+    shots: int
+    items_file: str  # e.g. ceval-val-v1-50.jsonl
+    items_version: str
+    items_sha256: str
+    n: int
+    correct: int
+    accuracy: Optional[float]  # fraction 0..1
+    ci_low: Optional[float]  # 95 % interval (subject-stratified Wilson), fraction
+    ci_high: Optional[float]
+    chance: float
+    flags: list[str] = Field(default_factory=list)  # chance, broken-logprobs, position-bias
+    per_subject: dict[str, Any] = Field(default_factory=dict)
+    raw: dict[str, Any] = Field(default_factory=dict)  # per-item picks and log-likelihoods, settings
+    hardware_fingerprint: str
+    hardware_name: str
+    status: str  # ok | failed
+    failure_reason: Optional[str] = None
+    provenance: Provenance = "measured"
+    measured_at: str
+
+
+class PerplexityRow(Strict):
+    """Bits per byte / perplexity (and KL against a reference variant) of one model on one shipped text."""
+
+    id: str
+    run_id: str
+    model_id: str
+    quant: str
+    variant: str
+    engine: str
+    engine_version: str
+    text_file: str
+    text_sha256: str
+    language: str
+    tokens: Optional[int]
+    bytes: Optional[int]
+    nll_nats: Optional[float]
+    bits_per_byte: Optional[float]
+    perplexity: Optional[float]
+    window_tokens: int
+    kl_reference: Optional[str] = None  # variant the KL is measured against
+    kl_mean: Optional[float] = None  # nats per token, KL(reference || this)
+    kl_p99: Optional[float] = None
+    top1_agreement: Optional[float] = None
+    raw: dict[str, Any] = Field(default_factory=dict)
+    hardware_fingerprint: str
+    hardware_name: str
+    status: str
+    failure_reason: Optional[str] = None
+    provenance: Provenance = "measured"
+    measured_at: str

@@ -72,6 +72,66 @@ CREATE TABLE measurements (
     measured_at VARCHAR NOT NULL
 );
 """),
+    (2, "accuracy", """
+CREATE TABLE accuracy_scores (
+    id VARCHAR PRIMARY KEY,
+    run_id VARCHAR NOT NULL,
+    model_id VARCHAR NOT NULL,
+    quant VARCHAR NOT NULL,
+    variant VARCHAR NOT NULL,           -- the file / folder scored
+    engine VARCHAR NOT NULL,
+    engine_version VARCHAR NOT NULL,
+    task VARCHAR NOT NULL,              -- ceval | cmmlu | mmlu
+    shots INTEGER NOT NULL,
+    items_file VARCHAR NOT NULL,        -- e.g. ceval-val-v1-50.jsonl
+    items_version VARCHAR NOT NULL,
+    items_sha256 VARCHAR NOT NULL,      -- checksum of the item file the score was computed on
+    n INTEGER NOT NULL,
+    correct INTEGER NOT NULL,
+    accuracy DOUBLE,                    -- fraction 0..1
+    ci_low DOUBLE,                      -- 95 % interval, fraction
+    ci_high DOUBLE,
+    chance DOUBLE NOT NULL,
+    flags VARCHAR NOT NULL,             -- comma-separated guards: chance, broken-logprobs, position-bias
+    per_subject_json VARCHAR NOT NULL,
+    raw_json VARCHAR NOT NULL,          -- per-item picks and log-likelihoods, settings
+    hardware_fingerprint VARCHAR NOT NULL,
+    hardware_name VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    failure_reason VARCHAR,
+    provenance VARCHAR NOT NULL,
+    measured_at VARCHAR NOT NULL
+);
+CREATE TABLE perplexity_scores (
+    id VARCHAR PRIMARY KEY,
+    run_id VARCHAR NOT NULL,
+    model_id VARCHAR NOT NULL,
+    quant VARCHAR NOT NULL,
+    variant VARCHAR NOT NULL,
+    engine VARCHAR NOT NULL,
+    engine_version VARCHAR NOT NULL,
+    text_file VARCHAR NOT NULL,
+    text_sha256 VARCHAR NOT NULL,
+    language VARCHAR NOT NULL,
+    tokens INTEGER,
+    bytes INTEGER,
+    nll_nats DOUBLE,
+    bits_per_byte DOUBLE,
+    perplexity DOUBLE,
+    window_tokens INTEGER NOT NULL,
+    kl_reference VARCHAR,
+    kl_mean DOUBLE,                     -- nats per token, KL(reference || this variant)
+    kl_p99 DOUBLE,
+    top1_agreement DOUBLE,
+    raw_json VARCHAR NOT NULL,
+    hardware_fingerprint VARCHAR NOT NULL,
+    hardware_name VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    failure_reason VARCHAR,
+    provenance VARCHAR NOT NULL,
+    measured_at VARCHAR NOT NULL
+);
+"""),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 
 from ..errors import UserError
 from ..fuzzy import resolve
-from ..types import Measurement, ModelSpec, Variant
+from ..types import AccuracyRow, Measurement, ModelSpec, PerplexityRow, Variant
 from .migrations import LATEST_VERSION, migrate
 
 
@@ -213,6 +213,48 @@ class Catalog:
             out.append(Measurement(**d))
         return out
 
+    # -- accuracy / perplexity ----------------------------------------------------------------------------------
+    def accuracy_rows(self, model_id: Optional[str] = None, run_id: Optional[str] = None,
+                      status: Optional[str] = None) -> list[AccuracyRow]:
+        """Overlay rows first, then shipped ones; newest first within each."""
+        return [AccuracyRow(**_decode(d, {"flags": "flags", "per_subject_json": "per_subject"}))
+                for d in self._filtered(_ACCURACY_COLS, "accuracy_scores", model_id, run_id, status)]
+
+    def measured_quality(self) -> tuple[list[dict], list[dict]]:
+        """Light rows (no per-item data) of every ok accuracy and perplexity measurement, newest first."""
+        if not hasattr(self, "_mq"):
+            acols = ["id", "model_id", "quant", "variant", "engine", "engine_version", "task", "shots", "items_file",
+                     "items_sha256", "n", "accuracy", "ci_low", "ci_high", "flags", "hardware_name", "measured_at"]
+            pcols = ["id", "model_id", "quant", "variant", "engine", "text_file", "text_sha256", "tokens", "nll_nats",
+                     "hardware_name", "measured_at"]
+            acc = [dict(zip(acols, r)) for r in self._rows(", ".join(acols), "accuracy_scores",
+                                                           "WHERE status = 'ok' ORDER BY measured_at DESC")]
+            ppl = [dict(zip(pcols, r)) for r in self._rows(", ".join(pcols), "perplexity_scores",
+                                                           "WHERE status = 'ok' ORDER BY measured_at DESC")]
+            self._mq = (acc, ppl)
+        return self._mq
+
+    def perplexity_rows(self, model_id: Optional[str] = None, run_id: Optional[str] = None,
+                        status: Optional[str] = None) -> list[PerplexityRow]:
+        return [PerplexityRow(**_decode(d, {})) for d in
+                self._filtered(_PERPLEXITY_COLS, "perplexity_scores", model_id, run_id, status)]
+
+    def _filtered(self, cols: list[str], table: str, model_id, run_id, status) -> list[dict]:
+        where, params = [], []
+        for col, val in (("model_id", model_id), ("run_id", run_id), ("status", status)):
+            if val:
+                where.append(f"{col} = ?")
+                params.append(val)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        rows = self._rows(", ".join(cols), table, f"{clause} ORDER BY measured_at DESC", params=params)
+        seen, out = set(), []
+        for row in rows:
+            d = dict(zip(cols, row))
+            if d["id"] not in seen:
+                seen.add(d["id"])
+                out.append(d)
+        return out
+
     def meta(self) -> dict[str, str]:
         return dict(self.con.execute("SELECT key, value FROM catalog_meta").fetchall())
 
@@ -227,6 +269,40 @@ _MEASUREMENT_COLS = [
     "decode_tokens_per_s", "prefill_tokens_per_s", "throughput_tokens_per_s", "peak_vram_bytes", "peak_rss_bytes",
     "raw_json", "status", "failure_reason", "synthetic", "provenance", "measured_at",
 ]
+
+
+_ACCURACY_COLS = [
+    "id", "run_id", "model_id", "quant", "variant", "engine", "engine_version", "task", "shots", "items_file",
+    "items_version", "items_sha256", "n", "correct", "accuracy", "ci_low", "ci_high", "chance", "flags",
+    "per_subject_json", "raw_json", "hardware_fingerprint", "hardware_name", "status", "failure_reason", "provenance",
+    "measured_at",
+]
+_PERPLEXITY_COLS = [
+    "id", "run_id", "model_id", "quant", "variant", "engine", "engine_version", "text_file", "text_sha256",
+    "language", "tokens", "bytes", "nll_nats", "bits_per_byte", "perplexity", "window_tokens", "kl_reference",
+    "kl_mean", "kl_p99", "top1_agreement", "raw_json", "hardware_fingerprint", "hardware_name", "status",
+    "failure_reason", "provenance", "measured_at",
+]
+
+
+def _decode(d: dict, renames: dict[str, str]) -> dict:
+    d = dict(d)
+    d["raw"] = json.loads(d.pop("raw_json") or "{}")
+    if "flags" in renames:
+        d["flags"] = [f for f in (d["flags"] or "").split(",") if f]
+    if "per_subject_json" in renames:
+        d["per_subject"] = json.loads(d.pop("per_subject_json") or "{}")
+    return d
+
+
+def _encode(row, cols: list[str]) -> list:
+    d = row.model_dump()
+    d["raw_json"] = json.dumps(d.pop("raw"), sort_keys=True, ensure_ascii=False)
+    if "per_subject" in d:
+        d["per_subject_json"] = json.dumps(d.pop("per_subject"), sort_keys=True, ensure_ascii=False)
+    if isinstance(d.get("flags"), list):
+        d["flags"] = ",".join(d["flags"])
+    return [d[c] for c in cols]
 
 
 def _sql_str(p: Path) -> str:
@@ -315,6 +391,15 @@ class CatalogWriter:
                 self.con.execute(f"INSERT OR REPLACE INTO measurements ({', '.join(_MEASUREMENT_COLS)}) "
                                  f"VALUES ({', '.join('?' * len(_MEASUREMENT_COLS))})",
                                  [d[c] for c in _MEASUREMENT_COLS])
+
+    def put_scores_measured(self, acc: list[AccuracyRow], ppl: list[PerplexityRow]) -> None:
+        """Accuracy and perplexity rows of one probe run: all or nothing."""
+        with self.transaction():
+            for table, cols, rows in (("accuracy_scores", _ACCURACY_COLS, acc),
+                                      ("perplexity_scores", _PERPLEXITY_COLS, ppl)):
+                for r in rows:
+                    self.con.execute(f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) "
+                                     f"VALUES ({', '.join('?' * len(cols))})", _encode(r, cols))
 
     def put_meta(self, items: dict[str, str]) -> None:
         with self.transaction():

@@ -92,3 +92,184 @@ def _print_row(m) -> None:
               f"· throughput {m.throughput_tokens_per_s:.1f} tok/s")
         print(f"  peak GPU memory {fmt_bytes(m.peak_vram_bytes)} · peak RSS {fmt_bytes(m.peak_rss_bytes)}"
               + (" · DRIFT between repeats" if s.get("drift_flag") else ""))
+
+
+@app.command("accuracy")
+def accuracy(
+    model: str = typer.Argument(..., help="A .gguf file (llama.cpp) or an HF model folder (hf / vllm)."),
+    tasks: str = typer.Option("ceval,cmmlu,mmlu", "--tasks", help="Comma-separated: ceval, cmmlu, mmlu."),
+    items: str = typer.Option("50", "--items", help="Items per task: 50, 150 (stratified subsets) or full."),
+    shots: int = typer.Option(0, "--shots", help="Few-shot examples per question: 0 or 5."),
+    baseline: Optional[str] = typer.Option(None, "--baseline",
+                                           help="Another variant (file/folder, scored now) or a stored run id: "
+                                                "paired difference on the same items."),
+    engine: Optional[str] = typer.Option(None, "--engine", "-e", help="llama.cpp (GGUF), hf or vllm (HF folder)."),
+    ppl: bool = typer.Option(True, "--ppl/--no-ppl", help="Also bits-per-byte / perplexity on the shipped texts."),
+    kl_reference: Optional[str] = typer.Option(None, "--kl-reference",
+                                               help="GGUF of the same model to measure KL-divergence against "
+                                                    "(default: --baseline when it is a GGUF)."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Raw benchmark CSVs, for --items full."),
+    model_id: Optional[str] = typer.Option(None, "--model-id", help="Catalog id to file the rows under."),
+    dtype: str = typer.Option("auto", "--dtype", help="hf / vllm weights dtype."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="CPU threads (llama.cpp)."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                           help="Let transformers run Python code shipped in the model folder "
+                                                "(only for folders you trust)."),
+    timeout: float = typer.Option(3600.0, "--timeout", min=5, help="Seconds before a probe is killed."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Write the rows to your catalog overlay."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> None:
+    """Accuracy on fixed C-Eval / CMMLU / MMLU items with 95 % intervals, per subject; paired deltas; bits/byte."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from evaluators.accuracy_worker import AccuracyJob  # noqa: PLC0415
+
+    from ..accuracy import items as I  # noqa: PLC0415
+    from ..accuracy import probe as P  # noqa: PLC0415
+    from ..catalog.store import UserCatalog  # noqa: PLC0415
+    from ..errors import UserError  # noqa: PLC0415
+    from ..hardware import probe_host  # noqa: PLC0415
+    from ..paths import user_catalog_path  # noqa: PLC0415
+
+    names = [t.strip().lower() for t in tasks.split(",") if t.strip()]
+    bad = [t for t in names if t not in I.TASKS]
+    if not names or bad:
+        raise UserError(f"unknown task(s): {', '.join(bad) or '(none)'}", hint=f"--tasks takes {', '.join(I.TASKS)}")
+    if shots not in (0, 5):
+        raise UserError(f"--shots {shots} is not supported", hint="use --shots 0 or --shots 5")
+    size = I.parse_items(items)
+    ddir = Path(data_dir).expanduser() if data_dir else None
+    files = {t: I.items_path(t, size, ddir) for t in names}
+    catalog = open_catalog()
+    target = P.resolve(model, engine, catalog, model_id)
+    import importlib.util  # noqa: PLC0415
+
+    for mod, extra in (("lm_eval", "eval"), *((("llama_cpp", "llama"),) if target.engine == "llama.cpp" else ())):
+        if importlib.util.find_spec(mod) is None:
+            raise UserError(f"{mod} is not installed (needed by accuracy probes on {target.engine})",
+                            hint=f"pip install 'llm-recommender[{extra}]'")
+    host = probe_host()
+    texts = {lang: P.TEXT_DIR / f for lang, f in P.PPL_TEXTS.items()} if ppl else {}
+
+    base_target = None
+    base_rows = []
+    if baseline:
+        if Path(baseline).expanduser().exists():
+            base_target = P.resolve(baseline, engine if engine else None, catalog, model_id or target.model_id)
+        else:
+            base_rows = [r for r in catalog.accuracy_rows(run_id=baseline) if r.status == "ok"]
+            if not base_rows:
+                raise UserError(f"--baseline {baseline!r} is neither a file nor a stored run id",
+                                hint="give the other variant's file/folder, or a run_id from an earlier --json output")
+            by_task = {r.task: r for r in base_rows}
+            for t in names:  # refuse before scoring anything: a paired delta needs the very same items
+                b = by_task.get(t)
+                if b is None or b.items_sha256 != files[t][1]["sha256"] or b.shots != shots:
+                    what = "not scored" if b is None else f"scored on {b.items_file}, {b.shots}-shot"
+                    raise UserError(f"baseline run {baseline} has {t} {what}; this run would score "
+                                    f"{files[t][1]['file']}, {shots}-shot",
+                                    hint="paired deltas need identical items: use the baseline's --tasks, --items "
+                                         "and --shots")
+    kl_ref = kl_reference or (baseline if base_target is not None and base_target.engine == "llama.cpp"
+                              and target.engine == "llama.cpp" else None)
+    if kl_ref and not Path(kl_ref).expanduser().is_file():
+        raise UserError(f"--kl-reference {kl_ref} is not a file", hint="give a GGUF of the same model")
+
+    def job_for(t, kl: Optional[str]) -> AccuracyJob:
+        return AccuracyJob(engine=t.engine, model_path=str(t.path), tasks={k: str(v[0]) for k, v in files.items()},
+                           shots=shots, threads=threads, dtype=dtype, trust_remote_code=trust_remote_code,
+                           ppl_texts={k: str(v) for k, v in texts.items()},
+                           kl_reference=str(Path(kl).expanduser()) if kl else None)
+
+    def settings(job: AccuracyJob) -> dict:
+        return {"shots": shots, "items": size, "n_ctx": job.n_ctx, "threads": job.threads, "dtype": job.dtype,
+                "trust_remote_code": job.trust_remote_code, "lm_eval_tasks": "recommender/accuracy/tasks.py"}
+
+    import uuid  # noqa: PLC0415
+
+    all_acc, all_ppl = [], []
+    if base_target is not None:
+        info(f"baseline: {base_target.path.name} ({base_target.model_id} {base_target.quant}, {base_target.engine})")
+        bjob = job_for(base_target, None)
+        bres = P.run_job(bjob, timeout)
+        brun = uuid.uuid4().hex[:12]
+        base_rows = P.accuracy_rows(base_target, {k: v[1] for k, v in files.items()}, shots, bres, host, brun,
+                                    settings(bjob))
+        all_acc += base_rows
+        all_ppl += P.perplexity_rows(base_target, texts, bres, host, brun, None)
+    info(f"scoring {target.path.name} ({target.model_id} {target.quant}, {target.engine}): {', '.join(names)}, "
+         f"--items {size}, {shots}-shot")
+    job = job_for(target, kl_ref)
+    res = P.run_job(job, timeout)
+    run_id = uuid.uuid4().hex[:12]
+    rows = P.accuracy_rows(target, {k: v[1] for k, v in files.items()}, shots, res, host, run_id, settings(job))
+    prow = P.perplexity_rows(target, texts, res, host, run_id,
+                             Path(kl_ref).name if kl_ref else None)
+    all_acc += rows
+    all_ppl += prow
+    paired = P.compare(base_rows, rows) if base_rows else {}
+    catalog.close()  # the overlay is attached read-only to this connection: release it before writing
+    if save:
+        with UserCatalog(user_catalog_path()) as w:
+            w.put_scores_measured(all_acc, all_ppl)
+    out = {"run_id": run_id, "model_id": target.model_id, "quant": target.quant, "variant": target.path.name,
+           "engine": target.engine, "items": size, "shots": shots, "saved": save,
+           "tasks": [_acc_json(r) for r in rows], "perplexity": [_ppl_json(r) for r in prow], "paired": paired}
+    if base_rows:
+        out["baseline"] = {"run_id": base_rows[0].run_id, "variant": base_rows[0].variant,
+                           "tasks": [_acc_json(r) for r in base_rows]}
+    if as_json:
+        emit_json(out)
+    else:
+        _print_accuracy(out)
+    for r in rows:
+        for msg in r.raw.get("flag_messages", []):
+            info(f"warning: {r.task}: {msg}")
+    failed = [r for r in rows if r.status != "ok"]
+    if failed or (not rows and res.status != "ok"):
+        info(f"error: probe failed: {failed[0].failure_reason if failed else res.failure_reason}")
+        info("hint: the failed rows were recorded; check the model file, or raise --timeout")
+        raise typer.Exit(1)
+
+
+def _acc_json(r) -> dict:
+    return {"task": r.task, "status": r.status, "n": r.n, "correct": r.correct, "accuracy": r.accuracy,
+            "ci95": [r.ci_low, r.ci_high] if r.ci_low is not None else None, "chance": r.chance, "flags": r.flags,
+            "flag_messages": r.raw.get("flag_messages", []), "items_file": r.items_file,
+            "items_sha256": r.items_sha256, "shots": r.shots, "engine_version": r.engine_version,
+            "per_subject": r.per_subject, "failure_reason": r.failure_reason, "provenance": r.provenance,
+            "hardware": r.hardware_name, "measured_at": r.measured_at}
+
+
+def _ppl_json(r) -> dict:
+    return {"language": r.language, "text_file": r.text_file, "tokens": r.tokens, "bytes": r.bytes,
+            "bits_per_byte": r.bits_per_byte, "perplexity": r.perplexity, "kl_reference": r.kl_reference,
+            "kl_mean_nats": r.kl_mean, "kl_p99_nats": r.kl_p99, "top1_agreement": r.top1_agreement,
+            "status": r.status, "failure_reason": r.failure_reason}
+
+
+def _pct(x) -> str:
+    return "?" if x is None else f"{100 * x:.1f}"
+
+
+def _print_accuracy(out: dict) -> None:
+    print(f"{out['model_id']} {out['quant']} ({out['variant']}) on {out['engine']} · --items {out['items']} · "
+          f"{out['shots']}-shot · run {out['run_id']}")
+    for t in out["tasks"]:
+        if t["status"] != "ok":
+            print(f"  {t['task']:6s} failed: {t['failure_reason']}")
+            continue
+        ci = t["ci95"]
+        subj = len(t["per_subject"])
+        print(f"  {t['task']:6s} {_pct(t['accuracy'])} %ᵐ  95 % CI [{_pct(ci[0])}, {_pct(ci[1])}]  "
+              f"n={t['n']} ({subj} subjects)  chance {_pct(t['chance'])} %"
+              + (f"  flags: {', '.join(t['flags'])}" if t["flags"] else ""))
+    for p in out["perplexity"]:
+        if p["status"] == "ok":
+            kl = f"  KL vs {p['kl_reference']} {p['kl_mean_nats']:.4f} nats/token" if p["kl_mean_nats"] is not None else ""
+            print(f"  text {p['language']}: {p['bits_per_byte']:.3f} bits/byte · perplexity {p['perplexity']:.2f} "
+                  f"({p['tokens']} tokens, {p['bytes']} bytes){kl}")
+    for task, d in out.get("paired", {}).items():
+        print(f"  Δ {task} vs {d['baseline']}: {100 * d['delta']:+.1f} points  95 % CI "
+              f"[{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]  flips {d['baseline_only_right']}→wrong, "
+              f"{d['other_only_right']}→right of n={d['n']}  McNemar p={d['mcnemar_p']:.2f}")

@@ -1,0 +1,177 @@
+"""Child process of an accuracy / perplexity probe: `python -m evaluators.accuracy_worker` reads an AccuracyJob (JSON)
+on stdin, prints progress on stderr and one AccuracyResult (JSON) as the last line of stdout. A crash, an OOM kill
+or a hang is turned into a failed row by the parent (recommender/accuracy/probe.py), as for perf probes.
+
+Engines: ``llama.cpp`` (evaluators.lmeval_llama.LlamaCppLM, in-process log-likelihoods), ``hf`` (lm-eval's own
+HFLM), ``vllm`` (lm-eval's VLLM, where vLLM is installed).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import Field
+
+from .base import _Strict
+
+PPL_WINDOW = 512  # tokens per perplexity window (llama.cpp's `perplexity` default context)
+
+
+class AccuracyJob(_Strict):
+    engine: str  # llama.cpp | hf | vllm
+    model_path: str
+    tasks: dict[str, str] = Field(default_factory=dict)  # task -> item file
+    shots: int = 0
+    n_ctx: int = 4096
+    threads: Optional[int] = None
+    gpu_layers: int = -1
+    dtype: str = "auto"
+    device: str = "cpu"
+    trust_remote_code: bool = False
+    ppl_texts: dict[str, str] = Field(default_factory=dict)  # language -> text file
+    kl_reference: Optional[str] = None  # a GGUF of the same model (llama.cpp only)
+
+
+class AccuracyResult(_Strict):
+    status: str
+    failure_reason: Optional[str] = None
+    engine: dict[str, Any] = Field(default_factory=dict)
+    records: dict[str, list[dict]] = Field(default_factory=dict)
+    ppl: dict[str, dict] = Field(default_factory=dict)  # language -> tokens, bytes, nll_nats (+ kl)
+    wall_s: float = 0.0
+    peak_rss_bytes: Optional[int] = None
+
+
+def log(msg: str) -> None:
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
+    """(lm-eval LM, engine info dict)."""
+    if job.engine == "llama.cpp":
+        from .lmeval_llama import LlamaCppLM  # noqa: PLC0415
+
+        lm = LlamaCppLM(job.model_path, n_ctx=n_ctx, threads=job.threads, gpu_layers=job.gpu_layers,
+                        progress=progress)
+        return lm, lm.info.model_dump()
+    import lm_eval  # noqa: PLC0415
+
+    if job.engine == "hf":
+        from lm_eval.models.huggingface import HFLM  # noqa: PLC0415
+
+        lm = HFLM(pretrained=job.model_path, device=job.device, dtype=job.dtype, max_length=n_ctx, batch_size=1,
+                  trust_remote_code=job.trust_remote_code)
+        import transformers  # noqa: PLC0415
+
+        return lm, {"name": "hf", "version": f"transformers {transformers.__version__}",
+                    "backend": job.device, "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype}}
+    if job.engine == "vllm":
+        from lm_eval.models.vllm_causallms import VLLM  # noqa: PLC0415
+
+        lm = VLLM(pretrained=job.model_path, dtype=job.dtype, max_length=n_ctx,
+                  trust_remote_code=job.trust_remote_code)
+        import vllm  # noqa: PLC0415
+
+        return lm, {"name": "vllm", "version": vllm.__version__, "backend": "vllm",
+                    "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype}}
+    raise ValueError(f"unknown engine {job.engine}")
+
+
+def token_logprobs(lm, text: str) -> tuple[float, int]:
+    """Total NLL (nats) and token count of `text` under lm-eval's rolling windows."""
+    if hasattr(lm, "rolling_token_logprobs"):
+        lps = lm.rolling_token_logprobs(text)
+        return -sum(lp for lp, _ in lps), len(lps)
+    from lm_eval.api.instance import Instance  # noqa: PLC0415
+
+    inst = Instance(request_type="loglikelihood_rolling", doc={}, arguments=(text,), idx=0)
+    ll = lm.loglikelihood_rolling([inst], disable_tqdm=True)[0]
+    return -float(ll), len(lm.tok_encode(text))
+
+
+def kl_divergence(ref, lm, text: str) -> dict:
+    """KL(reference || model) per token over the text, from both models' full next-token distributions."""
+    import numpy as np  # noqa: PLC0415
+    from lm_eval.utils import get_rolling_token_windows, make_disjoint_window  # noqa: PLC0415
+
+    toks = lm.tok_encode(text, add_special_tokens=False)
+    if ref.tok_encode(text, add_special_tokens=False) != toks:
+        raise ValueError("the KL reference tokenizes the text differently: it is not a variant of the same model")
+    kls: list[float] = []
+    top_agree = 0
+    for ctx, cont in map(make_disjoint_window, get_rolling_token_windows(
+            token_list=toks, prefix_token=lm.prefix_token_id, max_seq_len=lm.n_ctx - 1, context_len=1)):
+        for rr, rm in zip(ref._rows(ctx, cont), lm._rows(ctx, cont)):
+            p = np.exp(rr)
+            kls.append(float((p * (rr - rm)).sum()))
+            top_agree += int(np.argmax(rr) == np.argmax(rm))
+    kls_sorted = sorted(kls)
+    return {"kl_mean": sum(kls) / len(kls), "kl_p99": kls_sorted[min(len(kls) - 1, int(0.99 * len(kls)))],
+            "kl_max": kls_sorted[-1], "top1_agreement": top_agree / len(kls), "tokens": len(kls)}
+
+
+def execute(job: AccuracyJob) -> AccuracyResult:
+    from .lmeval_llama import stderr_progress  # noqa: PLC0415
+    from .runner import peak_rss_bytes  # noqa: PLC0415
+
+    res = AccuracyResult(status="ok")
+    if job.tasks:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from recommender.accuracy import tasks as T  # noqa: PLC0415
+
+        T.offline_env()
+        lm, res.engine = make_lm(job, job.n_ctx, progress=stderr_progress(f"{Path(job.model_path).name}"))
+        configs = {t: T.task_config(t, Path(f), job.shots) for t, f in job.tasks.items()}
+        what = ", ".join(f"{t} ({Path(f).read_text(encoding='utf-8').count(chr(10))} items)"
+                         for t, f in job.tasks.items())
+        log(f"scoring {what}, {job.shots}-shot, on {res.engine.get('name')}")
+        res.records = T.evaluate(lm, configs)
+        if hasattr(lm, "close"):
+            lm.close()
+        del lm
+    if job.ppl_texts:
+        lm, info = make_lm(job, PPL_WINDOW)
+        res.engine = res.engine or info
+        ref = None
+        if job.kl_reference:
+            if job.engine != "llama.cpp":
+                raise ValueError("KL-divergence against a reference is implemented for llama.cpp (GGUF) only")
+            from .lmeval_llama import LlamaCppLM  # noqa: PLC0415
+
+            ref = LlamaCppLM(job.kl_reference, n_ctx=PPL_WINDOW, threads=job.threads, gpu_layers=job.gpu_layers)
+        for lang, f in job.ppl_texts.items():
+            text = Path(f).read_text(encoding="utf-8")
+            t0 = time.perf_counter()
+            nll, n = token_logprobs(lm, text)
+            d = {"tokens": n, "bytes": len(text.encode("utf-8")), "nll_nats": nll,
+                 "bits_per_byte": nll / math.log(2) / len(text.encode("utf-8")), "perplexity": math.exp(nll / n),
+                 "window_tokens": PPL_WINDOW}
+            if ref is not None:
+                d["kl"] = kl_divergence(ref, lm, text)
+            log(f"{lang}: {n} tokens, {d['bits_per_byte']:.3f} bits/byte, ppl {d['perplexity']:.2f} "
+                f"({time.perf_counter() - t0:.0f} s)")
+            res.ppl[lang] = d
+    res.peak_rss_bytes = peak_rss_bytes()
+    return res
+
+
+def main() -> None:
+    job = AccuracyJob.model_validate_json(sys.stdin.read())
+    t0 = time.perf_counter()
+    try:
+        res = execute(job)
+    except Exception as e:  # noqa: BLE001 - any engine error becomes a failed row, reported by the parent
+        msg = str(e).strip().splitlines()
+        res = AccuracyResult(status="failed", failure_reason=f"{type(e).__name__}: {msg[0] if msg else ''}"[:500])
+    res.wall_s = time.perf_counter() - t0
+    sys.stdout.write("\n" + res.model_dump_json() + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
