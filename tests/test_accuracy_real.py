@@ -124,3 +124,29 @@ def test_llama_cpp_loglikelihoods_match_lm_eval_hf_backend(smollm2_hf):
     picks_a = [max(range(4), key=lambda k: a[4 * i + k]) for i in range(len(docs))]
     picks_b = [max(range(4), key=lambda k: b[4 * i + k]) for i in range(len(docs))]
     assert sum(x == y for x, y in zip(picks_a, picks_b)) >= len(docs) - 1
+
+
+def test_vllm_backend_scores_the_same_items_and_text(slow_cli, smollm2_hf):
+    """lm-eval's vLLM backend (vLLM's CPU build in CI) on the SmolLM2 folder: the same 50 MMLU items, stored with their
+    checksum, and bits per byte on the shipped English text within 0.05 of llama.cpp's on the GGUF it came from."""
+    pytest.importorskip("vllm")
+    import math
+    from pathlib import Path
+
+    from evaluators.accuracy_worker import PPL_WINDOW, token_logprobs
+    from evaluators.lmeval_llama import LlamaCppLM
+
+    r = slow_cli("probe", "accuracy", str(smollm2_hf), "--engine", "vllm", "--tasks", "mmlu", "--items", "50",
+                 "--json")
+    assert r.code == 0, r.err[-2000:]
+    out = r.json()
+    t = out["tasks"][0]
+    assert (t["task"], t["n"], t["status"], out["engine"]) == ("mmlu", 50, "ok", "vllm")
+    assert sum(s["n"] for s in t["per_subject"].values()) == 50 and t["items_sha256"]
+    ppl = {p["language"]: p for p in out["perplexity"]}
+    text = Path(__file__).resolve().parents[1] / "sources" / "text" / "ppl-en-v1.txt"
+    lm = LlamaCppLM(str(smollm2_gguf_or_skip()), n_ctx=PPL_WINDOW, threads=1)
+    nll, _ = token_logprobs(lm, text.read_text(encoding="utf-8"))
+    lm.close()
+    bpb_llama = nll / math.log(2) / len(text.read_text(encoding="utf-8").encode("utf-8"))
+    assert abs(ppl["en"]["bits_per_byte"] - bpb_llama) < 0.05, (ppl["en"]["bits_per_byte"], bpb_llama)

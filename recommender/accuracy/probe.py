@@ -115,9 +115,15 @@ def run_job(job, timeout_s: float, echo: bool = True):
             last = [ln for ln in tail if ln.strip()]
             why = f"probe process exited with code {proc.returncode}: {last[-1] if last else 'no message'}"
         return AccuracyResult(status="failed", failure_reason=why, wall_s=wall)
-    try:
-        res = AccuracyResult.model_validate_json(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    res = None
+    for line in reversed(out.strip().splitlines()):  # the result is the last JSON line; engines may log after it
+        if line.startswith("{"):
+            try:
+                res = AccuracyResult.model_validate_json(line)
+                break
+            except ValueError:
+                continue
+    if res is None:
         return AccuracyResult(status="failed", failure_reason="probe process printed no result", wall_s=wall)
     return res
 
