@@ -30,7 +30,7 @@ Fitting needs scikit-learn (the ``tune`` extra); prediction is pure Python, so `
 from __future__ import annotations
 
 import math
-import statistics
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterable, Literal, Optional
 
@@ -133,7 +133,10 @@ def features(metric: Metric, est: Estimate, spec: ModelSpec, hw: HardwareProfile
 # --------------------------------------------------------------------------------------------------------------
 # Training rows
 # --------------------------------------------------------------------------------------------------------------
-class Row(Strict):
+@dataclass(frozen=True)
+class Row:
+    """One measured figure and its features (internal to fitting; a dataclass keeps `recommend`'s import cheap)."""
+
     engine: str
     hardware: str
     model: str
@@ -143,8 +146,8 @@ class Row(Strict):
     x: dict[str, float]
     y: float
     analytic: Optional[float]  # what the analytical estimate said
-    nominal: bool = False  # hardware without sourced figures: analytic is on the NOMINAL_* scale, not an estimate
     measurement_id: str
+    nominal: bool = False  # hardware without sourced figures: analytic is on the NOMINAL_* scale, not an estimate
 
 
 def row_profile(m: Measurement, profiles: list[HardwareProfile]) -> HardwareProfile:
@@ -224,6 +227,8 @@ def _predict_linear(names: list[str], coef: list[float], x: dict[str, float]) ->
 
 
 def _fit_scale(rows: list[Row]) -> Optional[float]:
+    import statistics  # noqa: PLC0415
+
     ratios = [r.y / r.analytic for r in rows if r.analytic]
     return statistics.median(ratios) if ratios else None
 

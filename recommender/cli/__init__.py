@@ -1,47 +1,24 @@
-"""Command-line entry points: `recommender` (command groups) and `recommend` (the recommend command itself)."""
+"""Command-line entry points: `recommender` (command groups, recommender.cli.app) and `recommend` (the recommend
+command alone: it imports nothing else, so it starts fast)."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-import typer
-
-from . import catalog_cmd, probe_cmd
-from .common import run_app, state
-from .calibrate_cmd import calibrate_command
-from .estimate_cmd import estimate_command
-from .hardware_cmd import hardware_command
-from .recommend_cmd import recommend_command
-from .sensitivity_cmd import sensitivity_command
-from .tune_cmd import tune_command
-
-app = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
-                       "explained, and every number with its provenance.",
-                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-
-
-@app.callback()
-def _global(catalog: Optional[str] = typer.Option(None, "--catalog", envvar="RECOMMENDER_CATALOG",
-                                                  help="Catalog file (default: the shipped catalog.duckdb).")) -> None:
-    state.catalog = catalog
-
-
-app.command("recommend")(recommend_command)
-app.command("estimate")(estimate_command)
-app.command("hardware")(hardware_command)
-app.command("calibrate")(calibrate_command)
-app.command("sensitivity")(sensitivity_command)
-app.command("tune")(tune_command)
-app.add_typer(catalog_cmd.app, name="catalog")
-app.add_typer(probe_cmd.app, name="probe")
-
-recommend_app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
-recommend_app.command()(recommend_command)
-
 
 def main(argv: Optional[list[str]] = None) -> None:
+    from .app import app  # noqa: PLC0415
+    from .common import run_app  # noqa: PLC0415
+
     run_app(app, argv)
 
 
 def recommend_main(argv: Optional[list[str]] = None) -> None:
+    import typer  # noqa: PLC0415
+
+    from .common import run_app  # noqa: PLC0415
+    from .recommend_cmd import recommend_command  # noqa: PLC0415
+
+    recommend_app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+    recommend_app.command()(recommend_command)
     run_app(recommend_app, argv)
