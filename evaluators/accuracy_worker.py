@@ -32,7 +32,7 @@ class AccuracyJob(_Strict):
     threads: Optional[int] = None
     gpu_layers: int = -1
     dtype: str = "auto"
-    device: str = "cpu"
+    device: Optional[str] = None  # hf backend: None = the GPU when torch sees one, else the CPU
     trust_remote_code: bool = False
     ppl_texts: dict[str, str] = Field(default_factory=dict)  # language -> text file
     kl_reference: Optional[str] = None  # a GGUF of the same model (llama.cpp only)
@@ -66,12 +66,15 @@ def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
     if job.engine == "hf":
         from lm_eval.models.huggingface import HFLM  # noqa: PLC0415
 
-        lm = HFLM(pretrained=job.model_path, device=job.device, dtype=job.dtype, max_length=n_ctx, batch_size=1,
+        from .vllm_engine import _has_cuda  # noqa: PLC0415
+
+        device = job.device or ("cuda" if _has_cuda() else "cpu")
+        lm = HFLM(pretrained=job.model_path, device=device, dtype=job.dtype, max_length=n_ctx, batch_size=1,
                   trust_remote_code=job.trust_remote_code)
         import transformers  # noqa: PLC0415
 
         return lm, {"name": "hf", "version": f"transformers {transformers.__version__}",
-                    "backend": job.device, "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype}}
+                    "backend": device, "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype}}
     if job.engine == "vllm":
         _vllm_distribution_shim()
         from lm_eval.models.vllm_causallms import VLLM  # noqa: PLC0415
