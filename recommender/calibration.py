@@ -98,9 +98,7 @@ def kernel_class(quant: str) -> str:
 
 
 def _scales(hw: HardwareProfile, quant: str) -> tuple[float, float, float]:
-    bw = hw.memory_bandwidth_bytes_per_s or NOMINAL_BANDWIDTH_BYTES_PER_S
-    if hw.backend == "cpu":
-        bw = NOMINAL_BANDWIDTH_BYTES_PER_S
+    bw = hw.memory_bandwidth_bytes_per_s or NOMINAL_BANDWIDTH_BYTES_PER_S  # a CPU comes in as nominal_cpu(...)
     peak = hw.fp16_flops_per_s or NOMINAL_PEAK_FLOPS_PER_S
     peak_q = hw.int8_ops_per_s if (kernel_class(quant) != "float" and hw.int8_ops_per_s) else peak
     return bw, peak, peak_q
@@ -296,9 +294,10 @@ def fit(rows: list[Row], *, scale_interval: Optional[dict[str, list[float]]] = N
         if linear_ok(grp):
             names, coef = _fit_linear(grp)
             errs = [e for _, e in lomo_errors(grp)]
-            if not errs:  # no model could be held out: say so with the widest interval we know (one-probe errors)
-                errs = scale_interval.get(metric, [0.0, 0.0])
-            interval = [_quantile(errs, INTERVAL_QUANTILES[0]), _quantile(errs, INTERVAL_QUANTILES[1])]
+            if errs:
+                interval = [_quantile(errs, INTERVAL_QUANTILES[0]), _quantile(errs, INTERVAL_QUANTILES[1])]
+            else:  # no model could be held out: the widest interval we know (one-probe errors)
+                interval = scale_interval.get(metric, [0.0, 0.0])
             terms.append(Term(engine=engine, hardware=hw, metric=metric, kind="linear", features=names, coef=coef,
                               n_rows=len(grp), models=models, interval=interval,
                               basis=(f"{CALIBRATION_VERSION} linear fit on {len(grp)} measured rows of {len(models)} "
@@ -358,16 +357,14 @@ def load_calibrator(catalog) -> "Calibrator":
             stale += 1
             continue
         sets.append(cs)
-    cal = Calibrator(sets)
-    cal.stale = stale
-    return cal
+    return Calibrator(sets, stale)
 
 
 class Calibrator:
     """Looks up terms by (engine, hardware key, metric); user (machine) terms win over shipped ones."""
 
-    def __init__(self, sets: list[CalibrationSet]) -> None:
-        self.stale = 0  # stored calibrations of another version or schema, ignored
+    def __init__(self, sets: list[CalibrationSet], stale: int = 0) -> None:
+        self.stale = stale  # stored calibrations of another version or schema, ignored
         self.terms: dict[tuple[str, str, str], Term] = {}
         for s in reversed(sets):  # later (shipped) first, earlier (user) overrides
             self.terms.update(s.index())
@@ -376,9 +373,10 @@ class Calibrator:
         return any((engine, hardware, m) in self.terms for m in METRICS)
 
     def apply(self, est: Estimate, spec: ModelSpec, hw: HardwareProfile, hw_key: str) -> Estimate:
-        base = est
+        base, fhw = est, hw
         if hw.backend == "cpu":  # features and scale terms use the nominal CPU scale the rows were fitted with
-            base = estimate(spec, est.quant, est.engine, nominal_cpu(hw), context_tokens=est.context_tokens,
+            fhw = nominal_cpu(hw)
+            base = estimate(spec, est.quant, est.engine, fhw, context_tokens=est.context_tokens,
                             batch=est.batch, prompt_tokens=est.prompt_tokens, output_tokens=est.output_tokens,
                             kv_dtype=est.kv_dtype)
         upd: dict = {}
@@ -391,7 +389,7 @@ class Calibrator:
                 continue
             if metric == "total_vram_bytes" and hw.backend == "cpu":
                 continue
-            val = predict_term(t, features(metric, base, spec, hw), getattr(base, metric))
+            val = predict_term(t, features(metric, base, spec, fhw), getattr(base, metric))
             if val is None:
                 continue
             upd[metric] = int(round(val)) if metric == "total_vram_bytes" else val

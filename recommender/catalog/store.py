@@ -258,8 +258,14 @@ class Catalog:
     def meta(self) -> dict[str, str]:
         return dict(self.con.execute("SELECT key, value FROM catalog_meta").fetchall())
 
-    def meta_values(self, key: str) -> list[str]:
-        """One meta key's values, the user overlay's first (e.g. machine calibrations before the shipped one)."""
+    def meta_values(self, key: str, user_only: bool = False) -> list[str]:
+        """One meta key's values, the user overlay's first (e.g. machine calibrations before the shipped one);
+        ``user_only``: the overlay's alone."""
+        if user_only:
+            con = self.con  # opening attaches the overlay when there is one
+            if not self.has_user:
+                return []
+            return [r[0] for r in con.execute("SELECT value FROM usr.catalog_meta WHERE key = ?", [key]).fetchall()]
         return [r[0] for r in self._rows("value", "catalog_meta", "WHERE key = ?", [key])]
 
 

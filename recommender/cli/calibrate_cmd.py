@@ -78,7 +78,7 @@ def calibrate_command(
         raise typer.Exit(1)
     catalog.close()
     catalog = open_catalog()
-    user_sets = catalog.meta_values(META_KEY)[:-1] if catalog.has_user else []
+    user_sets = catalog.meta_values(META_KEY, user_only=True)
     previous = CalibrationSet.model_validate_json(user_sets[0]) if user_sets else None
     cal = refit_hardware(catalog.measurements(), catalog.models(), profiles, hw_key, previous)
     catalog.close()
