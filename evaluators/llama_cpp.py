@@ -22,6 +22,31 @@ KV_TYPES = {"f16": 1, "q4_0": 2, "q8_0": 8}
 N_BATCH = 2048  # logical batch (llama.cpp default n_batch)
 N_UBATCH = 512  # physical micro-batch (llama.cpp default n_ubatch)
 ALL_LAYERS = 999  # n_gpu_layers meaning "every layer" (llama.cpp's -ngl 99 convention, with headroom)
+
+# llama.cpp keeps only the C pointer of the log callback, process-wide, and calls it from every later load in the
+# process. The ctypes callback must therefore live as long as the process, not as long as an engine: a callback
+# freed with its engine (it was an attribute closing over the engine, so a garbage cycle freed at a random later
+# time) made the next llama.cpp load anywhere in the process jump into freed memory (SIGSEGV in libffi).
+_LOG_CB = None
+_LOG_SINK: "list[str] | None" = None  # the loaded engine's log list
+
+
+def _log_callback(L):
+    """The one log callback of this module, made on first use and never freed."""
+    global _LOG_CB  # noqa: PLW0603
+    if _LOG_CB is None:
+
+        @L.llama_log_callback
+        def _cb(level, text, user_data):  # noqa: ARG001
+            try:
+                sink = _LOG_SINK
+                if sink is not None:
+                    sink.append(text.decode("utf-8", "replace"))
+            except Exception:  # noqa: BLE001 - never raise into C
+                pass
+
+        _LOG_CB = _cb
+    return _LOG_CB
 _BUFFER_RE = re.compile(r"(?P<dev>[\w.]+)\s+(?P<kind>model|KV|compute|output)\s+buffer size =\s+(?P<mib>[\d.]+) MiB")
 
 
@@ -36,21 +61,21 @@ class LlamaCppEngine:
         self.model = None
         self.ctx = None
         self.log: list[str] = []
-        self._log_cb = None
 
     # ---------------------------------------------------------------------------------------------------------
     def _capture_logs(self) -> None:
-        L = self.L
+        global _LOG_SINK  # noqa: PLW0603
+        _LOG_SINK = self.log
+        self.L.llama_log_set(_log_callback(self.L), ctypes.c_void_p())
 
-        @L.llama_log_callback
-        def _cb(level, text, user_data):  # noqa: ARG001
-            try:
-                self.log.append(text.decode("utf-8", "replace"))
-            except Exception:  # noqa: BLE001 - never raise into C
-                pass
+    def _release_logs(self) -> None:
+        """Give llama.cpp's log back to llama-cpp-python's own logger (kept alive by its module)."""
+        global _LOG_SINK  # noqa: PLW0603
+        if _LOG_SINK is self.log:
+            _LOG_SINK = None
+            from llama_cpp import _logger  # noqa: PLC0415
 
-        self._log_cb = _cb  # keep a reference: C holds only the pointer
-        L.llama_log_set(_cb, ctypes.c_void_p())
+            self.L.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p())
 
     def load(self, s: LoadSettings) -> EngineInfo:
         L = self.L
@@ -166,3 +191,4 @@ class LlamaCppEngine:
         if self.model:
             L.llama_model_free(self.model)
             self.model = None
+        self._release_logs()

@@ -95,43 +95,24 @@ def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, slo
         assert p2[lang]["tokens"] == ppl[lang]["tokens"]
 
 
-_LOGLIKELIHOODS = """
-import json, sys
-from lm_eval.api.instance import Instance
-from lm_eval.models.huggingface import HFLM
-from evaluators.lmeval_llama import LlamaCppLM
-from recommender.accuracy import items as I
-from recommender.accuracy import tasks as T
-
-gguf, folder = sys.argv[1], sys.argv[2]
-docs = I.load_items(I.items_path("mmlu", "50")[0])[:6]
-reqs = [Instance(request_type="loglikelihood", doc=d, arguments=(
-    T.DESCRIPTION["mmlu"].replace("{{subject_name}}", d["subject_name"]) + T._render_question("mmlu", d),
-    " " + L), idx=i) for d in docs for i, L in enumerate("ABCD")]
-lc = LlamaCppLM(gguf, n_ctx=1024, threads=1)
-a = [x[0] for x in lc.loglikelihood(reqs, disable_tqdm=True)]
-lc.close()
-hf = HFLM(pretrained=folder, device="cpu", dtype="float32", batch_size=1)
-b = [x[0] for x in hf.loglikelihood(reqs, disable_tqdm=True)]
-print(json.dumps({"a": a, "b": b, "n_docs": len(docs)}))
-"""
-
-
 def test_llama_cpp_loglikelihoods_match_lm_eval_hf_backend(smollm2_hf):
-    """Same weights (the HF folder is the GGUF dequantized), two engines: per-option log-likelihoods agree.
+    """Same weights (the HF folder is the GGUF dequantized), two engines: per-option log-likelihoods agree."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
 
-    Both engines run in a child process: llama.cpp and torch in one process leave OpenMP state behind that made a
-    later in-process llama.cpp test (test_synthetic) segfault."""
-    import sys
-    from pathlib import Path
+    from evaluators.lmeval_llama import LlamaCppLM
+    from recommender.accuracy import items as I
+    from recommender.accuracy import tasks as T
 
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", _LOGLIKELIHOODS, str(smollm2_gguf_or_skip()), str(smollm2_hf)],
-                          capture_output=True, text=True, timeout=1200, cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root)})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    a, b, n_docs = out["a"], out["b"], out["n_docs"]
+    docs = I.load_items(I.items_path("mmlu", "50")[0])[:6]
+    reqs = [Instance(request_type="loglikelihood", doc=d, arguments=(
+        T.DESCRIPTION["mmlu"].replace("{{subject_name}}", d["subject_name"]) + T._render_question("mmlu", d),
+        " " + L), idx=i) for d in docs for i, L in enumerate("ABCD")]
+    lc = LlamaCppLM(str(smollm2_gguf_or_skip()), n_ctx=1024, threads=1)
+    a = [x[0] for x in lc.loglikelihood(reqs, disable_tqdm=True)]
+    lc.close()
+    hf = HFLM(pretrained=str(smollm2_hf), device="cpu", dtype="float32", batch_size=1)
+    b = [x[0] for x in hf.loglikelihood(reqs, disable_tqdm=True)]
     diffs = sorted(abs(x - y) for x, y in zip(a, b))
     print("llama.cpp", [round(x, 3) for x in a], "\nhf", [round(x, 3) for x in b])
     # bf16 folder vs llama.cpp's Q4_1 kernels (activations quantized to 8 bits): small differences only, against
@@ -140,9 +121,9 @@ def test_llama_cpp_loglikelihoods_match_lm_eval_hf_backend(smollm2_hf):
     import statistics
 
     assert statistics.correlation(a, b) > 0.95
-    picks_a = [max(range(4), key=lambda k: a[4 * i + k]) for i in range(n_docs)]
-    picks_b = [max(range(4), key=lambda k: b[4 * i + k]) for i in range(n_docs)]
-    assert sum(x == y for x, y in zip(picks_a, picks_b)) >= n_docs - 1
+    picks_a = [max(range(4), key=lambda k: a[4 * i + k]) for i in range(len(docs))]
+    picks_b = [max(range(4), key=lambda k: b[4 * i + k]) for i in range(len(docs))]
+    assert sum(x == y for x, y in zip(picks_a, picks_b)) >= len(docs) - 1
 
 
 def test_vllm_backend_scores_the_same_items_and_text(slow_cli, smollm2_hf):

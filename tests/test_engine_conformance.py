@@ -90,3 +90,40 @@ def test_request_beyond_the_context_is_refused(loaded, engine_case):
         pytest.skip("the fake engine does not model a context")
     with pytest.raises(Exception):
         eng.measure(RequestShape(prompt_tokens=settings.context_tokens, output_tokens=8))
+
+
+_LOAD_AFTER_UNLOAD = """
+import gc, sys
+import llama_cpp as L
+from evaluators.base import LoadSettings, get_engine
+
+path = sys.argv[1]
+for _ in range(2):
+    eng = get_engine("llama.cpp")
+    eng.load(LoadSettings(model_path=path, context_tokens=64, batch=1, threads=1))
+    eng.unload()
+    del eng
+    gc.collect()
+    # another llama.cpp user in the same process (llama-cpp-python's Llama, lm-eval, a later probe) loads a model:
+    # llama.cpp logs through whatever callback was set last
+    p = L.llama_model_default_params()
+    p.use_extra_bufts = False
+    m = L.llama_model_load_from_file(path.encode(), p)
+    assert m
+    L.llama_model_free(m)
+print("ok")
+"""
+
+
+def test_llama_cpp_loads_after_an_engine_is_freed():
+    """An engine that was loaded, unloaded and garbage-collected leaves llama.cpp a live log callback: the next load
+    in the process must not crash (it segfaulted in libffi when the callback died with its engine). In a child
+    process, so that a crash is a failed test rather than the end of the test run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", _LOAD_AFTER_UNLOAD, str(smollm2_gguf_or_skip())], cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), (proc.returncode, proc.stderr[-2000:])

@@ -85,44 +85,16 @@ def _safe_llama(monkeypatch):
     monkeypatch.setattr(low, "llama_model_default_params", params)
 
 
-_RUN_LLAMA = """
-import sys
-import numpy as np
-import llama_cpp
-import llama_cpp.llama_cpp as low
-
-orig = low.llama_model_default_params
-
-def params():  # as the _safe_llama fixture: tensor validation on, no AMX extra buffer types
-    p = orig()
-    p.use_extra_bufts = False
-    p.check_tensors = True
-    return p
-
-low.llama_model_default_params = params
-path, n_vocab, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-tokens = [int(t) for t in sys.argv[4].split(",")]
-llm = llama_cpp.Llama(model_path=path, n_ctx=256, n_gpu_layers=0, n_threads=2, verbose=False, logits_all=True)
-assert llm.n_vocab() == n_vocab, (llm.n_vocab(), n_vocab)
-llm.eval(tokens)
-np.save(out, np.array(llm.scores[: len(tokens)], dtype=np.float32))
-llm.close()
-"""
-
-
 def run_llama(path: Path, n_vocab: int) -> np.ndarray:
-    """Load with llama.cpp, evaluate TOKENS, return their logits (rows: tokens).
-
-    In a child process: llama.cpp in the long-lived pytest process, after other native libraries (torch, sklearn)
-    had run there, segfaulted in some full CI runs."""
-    import subprocess
-    import sys
-
-    out = path.with_suffix(".logits.npy")
-    proc = subprocess.run([sys.executable, "-c", _RUN_LLAMA, str(path), str(n_vocab), str(out),
-                           ",".join(map(str, TOKENS))], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return np.load(out)
+    """Load with llama.cpp, evaluate TOKENS, return their logits (rows: tokens)."""
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_gpu_layers=0, n_threads=2, verbose=False,
+                          logits_all=True)
+    try:
+        assert llm.n_vocab() == n_vocab
+        llm.eval(TOKENS)
+        return np.array(llm.scores[: len(TOKENS)], dtype=np.float32)
+    finally:
+        llm.close()
 
 
 def check_file(path: Path, spec, quant: str) -> None:
