@@ -31,3 +31,10 @@ def user_catalog_path() -> Path:
         return Path(env).expanduser()
     data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data) / "llm-recommender" / "user.duckdb"
+
+
+def cache_root() -> Path:
+    """Files the tool can rebuild (synthetic models, benchmark item sets, catalog read cache): ``$RECOMMENDER_CACHE``,
+    else ``$XDG_CACHE_HOME/llm-recommender`` (``~/.cache/llm-recommender``)."""
+    env = os.environ.get("RECOMMENDER_CACHE")
+    return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-recommender"

@@ -10,6 +10,7 @@ from typing import Optional
 
 from .catalog.store import Catalog
 from .errors import UserError
+from .paths import cache_root
 from .types import Measurement, ModelSpec
 
 ARCH_FIELDS = ("hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size",
@@ -17,9 +18,7 @@ ARCH_FIELDS = ("hidden_size", "num_layers", "num_attention_heads", "num_kv_heads
 
 
 def synthetic_cache_dir() -> Path:
-    env = os.environ.get("RECOMMENDER_CACHE")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-recommender"
-    return base / "synthetic"
+    return cache_root() / "synthetic"
 
 
 def match_catalog_model(spec: ModelSpec, catalog: Catalog) -> Optional[str]:
@@ -78,8 +77,8 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
     path = Path(model_or_file).expanduser()
     if path.exists():
         if engine in ("transformers", "vllm"):
-            from .catalog.ingest import quant_of_config, read_config  # noqa: PLC0415
             from .arch import spec_from_config  # noqa: PLC0415
+            from .catalog.ingest import quant_of_config, read_config  # noqa: PLC0415
 
             if not (path.is_dir() and (path / "config.json").is_file() and any(path.glob("*.safetensors"))):
                 raise UserError(f"{path} is not a model folder with config.json and *.safetensors",

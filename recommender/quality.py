@@ -83,6 +83,7 @@ class QualityIndex:
         self.catalog = catalog
         self._zh: dict[tuple, Metric] = {}
         self._en: dict[tuple, Metric] = {}
+        self._published: dict[tuple[str, tuple[str, ...]], Metric] = {}  # (model, benchmarks): same for every quant
         self._ppl = self._ppl_ratios()
         acc, ppl = catalog.measured_quality()
         self._acc: dict[tuple[str, str], list[dict]] = {}
@@ -96,15 +97,21 @@ class QualityIndex:
         key = (model_id, quant)
         if key not in self._zh:
             m = _measured_metric(self._acc.get(key, []), MEASURED_ZH_TASKS) if quant else None
-            self._zh[key] = m or _metric(_pick(self.catalog.scores_for(model_id), ZH_BENCHMARKS), model_id)
+            self._zh[key] = m or self._published_metric(model_id, ZH_BENCHMARKS)
         return self._zh[key]
 
     def en(self, model_id: str, quant: Optional[str] = None) -> Metric:
         key = (model_id, quant)
         if key not in self._en:
             m = _measured_metric(self._acc.get(key, []), MEASURED_EN_TASKS) if quant else None
-            self._en[key] = m or _metric(_pick(self.catalog.scores_for(model_id), EN_BENCHMARKS), model_id)
+            self._en[key] = m or self._published_metric(model_id, EN_BENCHMARKS)
         return self._en[key]
+
+    def _published_metric(self, model_id: str, benchmarks: tuple[str, ...]) -> Metric:
+        key = (model_id, benchmarks)
+        if key not in self._published:
+            self._published[key] = _metric(_pick(self.catalog.scores_for(model_id), benchmarks), model_id)
+        return self._published[key]
 
     def measured_ppl_ratio(self, model_id: str, quant: str) -> Optional[Metric]:
         rows = self._ppl_rows.get(model_id)

@@ -20,6 +20,16 @@ class Run:
         return json.loads(self.out)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory):
+    """What the tool caches (catalog read cache, synthetic models, item sets) goes to a directory of this test
+    session, not the user's ~/.cache; a test that needs its own sets RECOMMENDER_CACHE itself."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RECOMMENDER_CACHE", str(tmp_path_factory.mktemp("cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture
 def user_catalog(tmp_path):
     return tmp_path / "user" / "user.duckdb"

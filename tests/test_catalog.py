@@ -193,3 +193,54 @@ def test_failed_write_leaves_no_half_written_rows(tmp_path):
     ids = set(cat.models())
     assert "test/a" not in ids and "test/b" not in ids
     cat.close()
+
+
+_WARM_RUN = """
+import sys
+from recommender.cli import recommend_main
+sys.argv = ["recommend", "--vram", "24", "--json"]
+try:
+    recommend_main()
+finally:
+    print("duckdb imported:", "duckdb" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_reads_are_cached_between_runs_and_follow_every_write(cli, tmp_path, user_catalog):
+    """The second run of a question reads the rows of the first without opening DuckDB (recommend's cold start), gives
+    the same answer, and any write to the overlay (or a broken cache file) is seen by the next run."""
+    import os
+    import subprocess
+    import sys
+
+    env = {"RECOMMENDER_CACHE": str(tmp_path / "cache")}
+    first = cli("--vram", "24", "--json", prog="recommend", env=env)
+    assert first.code == 0, first.err
+    cached = list((tmp_path / "cache" / "catalog-reads").glob("*.pickle"))
+    assert len(cached) == 1
+
+    def warm() -> tuple[str, str]:
+        e = {**os.environ, "RECOMMENDER_USER_CATALOG": str(user_catalog), **env}
+        e.pop("RECOMMENDER_CATALOG", None)
+        p = subprocess.run([sys.executable, "-c", _WARM_RUN], capture_output=True, text=True, env=e, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stdout, p.stderr
+
+    out, err = warm()
+    assert json.loads(out) == first.json() and "duckdb imported: False" in err
+
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    assert cli("catalog", "add", str(tmp_path / "config.json"), "--id", "test/cached", env=env).code == 0
+    assert "test/cached" in {m["id"] for m in cli("catalog", "list", "--json", env=env).json()}
+    # a second write to an overlay whose rows are now cached
+    assert cli("catalog", "add", str(tmp_path / "config.json"), "--id", "test/cached-2", env=env).code == 0
+    assert {"test/cached", "test/cached-2"} <= {m["id"] for m in cli("catalog", "list", "--json", env=env).json()}
+    r = cli("--vram", "24", "--json", prog="recommend", env=env)
+    assert r.code == 0, r.err
+    assert r.json()["counts"]["models"] == first.json()["counts"]["models"] + 2  # the new models are ranked
+
+    cached[0].write_bytes(b"not a pickle")  # a broken cache is rebuilt, never trusted
+    again = cli("--vram", "24", "--json", prog="recommend", env=env)
+    assert again.code == 0, again.err
+    off = cli("--vram", "24", "--json", prog="recommend", env={**env, "RECOMMENDER_CATALOG_CACHE": "off"})
+    assert again.json() == off.json() == r.json()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import UserError
-from ..paths import ROOT, SOURCES_DIR
+from ..paths import ROOT, SOURCES_DIR, cache_root
 
 VERSION = "v1"
 SEED = 20261129
@@ -223,9 +223,7 @@ def manifest() -> dict:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("RECOMMENDER_CACHE")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-recommender"
-    return base / "benchmarks"
+    return cache_root() / "benchmarks"
 
 
 def parse_items(value: str) -> str:

@@ -21,6 +21,16 @@ from ..types import AccuracyRow, Measurement, ModelSpec, PerplexityRow, Variant
 from .migrations import LATEST_VERSION, migrate
 
 
+# Catalog writes made by this process (CatalogWriter commits and closes): a Catalog's read cache taken before one is
+# fingerprinted again, so a process reads its own writes.
+_WRITES = 0
+
+
+def _wrote() -> None:
+    global _WRITES  # noqa: PLW0603
+    _WRITES += 1
+
+
 def _duckdb():
     import duckdb  # noqa: PLC0415  (deferred: keeps `--help` fast)
 
@@ -68,6 +78,8 @@ class Catalog:
         self.has_user = False
         self._models: Optional[dict[str, ModelSpec]] = None
         self._variants: Optional[dict[tuple[str, str], Variant]] = None
+        self._cache = None
+        self._cache_writes = -1  # _WRITES when self._cache was opened
 
     # -- connection -------------------------------------------------------------------------------------------
     @property
@@ -117,13 +129,30 @@ class Catalog:
             self._con.close()
             self._con = None
 
+    def _read_cache(self):
+        """recommender.catalog.read_cache: rows of earlier runs on the same bytes, or None (cache off)."""
+        if self._cache_writes != _WRITES:
+            from .read_cache import ReadCache  # noqa: PLC0415
+
+            user = self.user_path if self.user_path and self.user_path.is_file() else None
+            self._cache = ReadCache.open(self.base_path, user, LATEST_VERSION)
+            self._cache_writes = _WRITES
+        return self._cache
+
     def _rows(self, columns: str, table: str, tail: str = "", params: list | None = None) -> list[tuple]:
         """``SELECT columns FROM table tail`` over the overlay (first, when attached) and the base."""
+        key = (columns, table, tail, tuple(params or ()))
+        cache = self._read_cache()
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            return list(hit)
         con = self.con
         schemas = (["usr."] if self.has_user else []) + [""]
         out = []
         for schema in schemas:
             out += con.execute(f"SELECT {columns} FROM {schema}{table} {tail}", params or []).fetchall()
+        if cache is not None:
+            cache.put(key, out)
         return out
 
     # -- models -----------------------------------------------------------------------------------------------
@@ -344,6 +373,7 @@ class CatalogWriter:
 
     def close(self) -> None:
         self.con.close()
+        _wrote()
 
     def __enter__(self):
         return self
@@ -360,6 +390,7 @@ class CatalogWriter:
             self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
+        _wrote()
 
     # rows ----------------------------------------------------------------------------------------------------
     def _put_model(self, spec: ModelSpec, variants: list[Variant], file_paths: dict[str, str] | None = None) -> None:
