@@ -109,6 +109,19 @@ def swa_models(models: dict[str, ModelSpec]) -> frozenset[str]:
     return frozenset(mid for mid, s in models.items() if s.num_swa_layers)
 
 
+def refine_estimate(est: Estimate, spec: ModelSpec, hw: HardwareProfile, hw_key: str, calibrator,
+                    measured: dict[tuple, Measurement]) -> Estimate:
+    """Precedence measured > calibrated > estimated: the calibrated figures of this hardware's terms, then a measured
+    row of exactly this configuration (``measured_index``) over them. Measured rows and calibration fits are taken with
+    every layer on the GPU, so a partial-offload estimate stays as it is."""
+    if est.gpu_layers is not None:
+        return est
+    if calibrator.has(est.engine, hw_key):
+        est = calibrator.apply(est, spec, hw, hw_key)
+    m = measured.get((hw_key, est.model, est.quant, est.engine, est.batch, est.context_tokens, est.kv_dtype))
+    return overlay_measurement(est, m) if m is not None else est
+
+
 class CandidateBuilder:
     """Everything a candidate needs from the catalog, read once: estimates, the measured-row overlay, quality and the
     hard constraints of one query. ``enumerate_candidates`` (recommend) and ``recommender.tune`` (one configuration
@@ -149,12 +162,7 @@ class CandidateBuilder:
         prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
         est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
                        output_tokens=wl.output_tokens, variant=variant, kv_dtype=kv_dtype, gpu_layers=gpu_layers)
-        if est.gpu_layers is None:  # measured rows and calibration fits are taken with every layer on the GPU
-            if self.calibrator.has(engine, self.hw_key):
-                est = self.calibrator.apply(est, spec, hw, self.hw_key)
-            m = self.measured.get((self.hw_key, mid, quant, engine, batch, ctx, est.kv_dtype))
-            if m is not None:
-                est = overlay_measurement(est, m)
+        est = refine_estimate(est, spec, hw, self.hw_key, self.calibrator, self.measured)
         lat = getattr(est, _LATENCY_FIELD[q.latency_metric])
         reasons = []
         if unsupported:

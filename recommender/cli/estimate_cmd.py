@@ -30,7 +30,7 @@ def estimate_command(
     from .. import constants as C  # noqa: PLC0415
     from ..engines import resolve_engine  # noqa: PLC0415
     from ..errors import UserError  # noqa: PLC0415
-    from ..estimate import estimate, overlay_measurement  # noqa: PLC0415
+    from ..estimate import estimate  # noqa: PLC0415
     from ..quant import QUANTS, resolve_quant  # noqa: PLC0415
     from ..units import parse_memory, parse_tokens  # noqa: PLC0415
 
@@ -63,19 +63,13 @@ def estimate_command(
     variant = catalog.variants().get((spec.id, q))
     est = estimate(spec, q, eng, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
                    output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant, gpu_layers=gpu_layers)
+    from ..calibration import load_calibrator  # noqa: PLC0415
     from ..hardware import load_profiles  # noqa: PLC0415
-    from ..recommend import hardware_key, measured_index, swa_models  # noqa: PLC0415
+    from ..recommend import hardware_key, measured_index, refine_estimate, swa_models  # noqa: PLC0415
 
     profiles = load_profiles()
-    from ..calibration import load_calibrator  # noqa: PLC0415
-
-    if est.gpu_layers is None:  # calibration terms are fitted on rows with every layer on the GPU
-        est = load_calibrator(catalog).apply(est, spec, hw, hardware_key(hw.name, profiles))
-    m = measured_index(catalog.measurements(model_id=spec.id, status="ok"), profiles,
-                       swa_models({spec.id: spec})).get(
-        (hardware_key(hw.name, profiles), spec.id, q, eng, batch, ctx, est.kv_dtype))
-    if m is not None and est.gpu_layers is None:  # rows are measured with every layer on the GPU
-        est = overlay_measurement(est, m)
+    measured = measured_index(catalog.measurements(model_id=spec.id, status="ok"), profiles, swa_models({spec.id: spec}))
+    est = refine_estimate(est, spec, hw, hardware_key(hw.name, profiles), load_calibrator(catalog), measured)
     if as_json:
         emit_json(est.model_dump(mode="json"))
         return
