@@ -47,11 +47,18 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
 from recommender.arch import gguf_arch
 from recommender.errors import UserError
-from recommender.quant import GGML_BLOCK, QUANTS, ggml_nbytes, gguf_tensor_types, resolve_quant
+from recommender.gguf_header import ALIGNMENT, read_header
+from recommender.quant import (
+    GGML_BLOCK,
+    QUANTS,
+    ggml_nbytes,
+    gguf_tensor_types,
+    resolve_quant,
+)
 from recommender.types import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -59,7 +66,6 @@ log = logging.getLogger(__name__)
 SYNTHETIC_VERSION = 1  # bump when the file layout / metadata written here changes (invalidates cached files)
 WEIGHT_STD = 0.02  # standard deviation of the (dequantized) random matrix weights
 POOL_BYTES = 8 << 20  # bytes of random data made per ggml type; tensors are written from it cyclically
-ALIGNMENT = 32  # GGUF default alignment (gguf.GGUF_DEFAULT_ALIGNMENT); the file writes no general.alignment key
 
 # catalog quantization -> llama_ftype (gguf.LlamaFileType / llama.h), the general.file_type llama-quantize writes
 FILE_TYPE = {"F16": 1, "BF16": 32, "Q8_0": 7, "Q6_K": 18, "Q5_K_M": 17, "Q4_K_M": 15, "Q4_0": 2, "Q4_1": 3}
@@ -280,116 +286,6 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Tokenizer
 # ----------------------------------------------------------------------------------------------------------------
-class GgufHeader:
-    """Metadata and tensor infos of a GGUF file, read without touching the tensor data."""
-
-    def __init__(self, kv: dict[str, tuple[Any, int, Optional[int]]],
-                 tensors: list[tuple[str, tuple[int, ...], int, int]], data_offset: int, alignment: int,
-                 file_bytes: int) -> None:
-        self.kv = kv  # key -> (value, GGUF value type, array item type or None)
-        self.tensors = tensors  # (name, shape ggml order, ggml type id, offset from data_offset)
-        self.data_offset = data_offset
-        self.alignment = alignment
-        self.file_bytes = file_bytes
-
-    def get(self, key: str, default: Any = None) -> Any:
-        v = self.kv.get(key)
-        return default if v is None else v[0]
-
-
-# GGUF value types (gguf.GGUFValueType / ggml gguf.h) -> struct format of a scalar
-_GGUF_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-_GGUF_NP = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "<u1", 10: "<u8", 11: "<i8",
-            12: "<f8"}
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-
-
-def read_header(path: Path, keep_arrays: Any = None) -> GgufHeader:
-    """Parse a GGUF header (v2/v3, little-endian) fast. Arrays are skipped (value None) unless ``keep_arrays(key)``
-    is true. gguf.GGUFReader makes one numpy object per array item: seconds for a 150k-token vocab; this takes
-    about 0.1 s. Raises ValueError on a malformed or truncated header."""
-    import mmap  # noqa: PLC0415
-    import struct  # noqa: PLC0415
-
-    import numpy as np  # noqa: PLC0415
-
-    path = Path(path)
-    size = path.stat().st_size
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        pos = 0
-
-        def unpack(fmt: str) -> Any:
-            nonlocal pos
-            v = struct.unpack_from(fmt, mm, pos)[0]
-            pos += struct.calcsize(fmt)
-            return v
-
-        def string() -> str:
-            nonlocal pos
-            n = unpack("<Q")
-            if pos + n > size:
-                raise ValueError("string past the end of the file")
-            v = mm[pos:pos + n].decode("utf-8", "replace")
-            pos += n
-            return v
-
-        def skip_strings(count: int) -> None:
-            nonlocal pos
-            for _ in range(count):
-                pos += 8 + struct.unpack_from("<Q", mm, pos)[0]
-
-        if mm[:4] != b"GGUF":
-            raise ValueError("not a GGUF file")
-        pos = 4
-        version = unpack("<I")
-        if version not in (2, 3):
-            raise ValueError(f"unsupported GGUF version {version}")
-        n_tensors, n_kv = unpack("<Q"), unpack("<Q")
-        kv: dict[str, tuple[Any, int, Optional[int]]] = {}
-        for _ in range(n_kv):
-            key = string()
-            vtype = unpack("<I")
-            if vtype == _GGUF_STRING:
-                kv[key] = (string(), vtype, None)
-            elif vtype == _GGUF_ARRAY:
-                sub, count = unpack("<I"), unpack("<Q")
-                keep = keep_arrays is not None and keep_arrays(key)
-                if sub == _GGUF_STRING:
-                    if keep:
-                        kv[key] = ([string() for _ in range(count)], vtype, sub)
-                    else:
-                        skip_strings(count)
-                        kv[key] = (None, vtype, sub)
-                elif sub in _GGUF_NP:
-                    width = np.dtype(_GGUF_NP[sub]).itemsize
-                    if keep:
-                        arr = np.frombuffer(mm, dtype=_GGUF_NP[sub], count=count, offset=pos)
-                        kv[key] = ((arr.astype(bool) if sub == 7 else arr).tolist(), vtype, sub)
-                        del arr
-                    else:
-                        kv[key] = (None, vtype, sub)
-                    pos += width * count
-                else:
-                    raise ValueError(f"{key}: nested arrays are not supported")
-            elif vtype in _GGUF_SCALAR:
-                kv[key] = (unpack(_GGUF_SCALAR[vtype]), vtype, None)
-            else:
-                raise ValueError(f"{key}: unknown GGUF value type {vtype}")
-            if pos > size:
-                raise ValueError("metadata past the end of the file")
-        tensors = []
-        for _ in range(n_tensors):
-            name = string()
-            n_dims = unpack("<I")
-            shape = tuple(unpack("<Q") for _ in range(n_dims))
-            ttype = unpack("<I")
-            offset = unpack("<Q")
-            tensors.append((name, shape, ttype, offset))
-        alignment = int(kv.get("general.alignment", (ALIGNMENT,))[0])
-        data_offset = pos + (-pos) % alignment
-    return GgufHeader(kv, tensors, data_offset, alignment, size)
-
-
 def _copy_vocab(w, vocab_gguf: Path, vocab_size: int, gguf) -> Optional[str]:
     """Copy the tokenizer.* keys of a vocab-only GGUF; pad the token arrays with unused ``[PAD<i>]`` tokens up to
     ``vocab_size``. Returns a label of what was done, or None when the file has more tokens than ``vocab_size``."""

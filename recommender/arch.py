@@ -422,95 +422,73 @@ class GgufFileInfo(BaseModel):
 _GGUF_HINT = "give a complete .gguf file (re-download it if it was cut short)"
 
 
-def _field(reader: Any, key: str) -> Any:
-    f = reader.fields.get(key)
-    if f is None:
-        return None
-    try:
-        return f.contents()
-    except Exception:  # noqa: BLE001 - old gguf versions: decode by hand
-        import gguf  # noqa: PLC0415
-
-        if not f.types:
-            return None
-        if f.types[0] == gguf.GGUFValueType.ARRAY:
-            return [f.parts[i].tolist()[0] if f.types[-1] != gguf.GGUFValueType.STRING else
-                    bytes(f.parts[i]).decode("utf-8", "replace") for i in f.data]
-        if f.types[0] == gguf.GGUFValueType.STRING:
-            return bytes(f.parts[f.data[0]]).decode("utf-8", "replace")
-        return f.parts[f.data[0]].tolist()[0]
-
-
-def _field_len(reader: Any, key: str) -> int:
-    f = reader.fields.get(key)
-    return len(f.data) if f is not None else 0
-
-
 def read_gguf_header(path: str | os.PathLike) -> GgufFileInfo:
-    """Parse a GGUF header (memory-mapped by gguf.GGUFReader; tensor data is not read)."""
+    """Parse a GGUF header (recommender.gguf_header: the metadata and tensor infos; tensor data is not read)."""
     return _read_gguf(path)[0]
 
 
 def _read_gguf(path: str | os.PathLike) -> tuple[GgufFileInfo, Any]:
+    """(GgufFileInfo, the GgufHeader it came from). Arrays outside ``tokenizer.*`` are kept (per-layer values)."""
+    from .gguf_header import read_header  # noqa: PLC0415
+
     p = Path(path)
     if not p.is_file():
         raise UserError(f"no such GGUF file: {p}", hint="give the path of a .gguf file")
     size = p.stat().st_size
     try:
-        import gguf  # noqa: PLC0415
+        import gguf  # noqa: PLC0415  (ggml type names and block sizes)
     except ImportError as e:  # pragma: no cover - gguf is a dependency
         raise UserError("the 'gguf' package is not installed", hint="pip install gguf") from e
+    with open(p, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"GGUF":
+        raise UserError(f"{p.name} is not a GGUF file (magic {magic!r}, expected b'GGUF')",
+                        hint="give a llama.cpp .gguf file")
     try:
-        with open(p, "rb") as fh:
-            magic = fh.read(4)
-        if magic != b"GGUF":
-            raise UserError(f"{p.name} is not a GGUF file (magic {magic!r}, expected b'GGUF')",
-                            hint="give a llama.cpp .gguf file")
-        reader = gguf.GGUFReader(str(p), "r")
-    except UserError:
-        raise
+        header = read_header(p, keep_arrays=lambda key: not key.startswith("tokenizer."))
+        tensors = []
+        for name, shape, type_id, offset in header.tensors:
+            qtype = gguf.GGMLQuantizationType(type_id)
+            block, type_bytes = gguf.GGML_QUANT_SIZES[qtype]
+            n = 1
+            for d in shape:
+                n *= d
+            tensors.append(GgufTensor(name=name, shape=tuple(shape), ggml_type=qtype.name,
+                                      n_bytes=n // block * type_bytes, offset=offset))
     except Exception as e:  # noqa: BLE001 - any parse failure is a bad file
         reason = (str(e).splitlines() or [type(e).__name__])[0][:160]
         raise UserError(f"cannot read {p.name} as GGUF ({size:,} bytes): the file is truncated or malformed",
-                        hint=f"re-download or re-convert it (the gguf reader said: {reason})") from None
-    tensors = []
-    end = 0
-    for t in reader.tensors:
-        rel = int(t.data_offset) - int(reader.data_offset)
-        nb = int(t.n_bytes)
-        tensors.append(GgufTensor(name=t.name, shape=tuple(int(x) for x in t.shape), ggml_type=t.tensor_type.name,
-                                  n_bytes=nb, offset=rel))
-        end = max(end, int(t.data_offset) + nb)
+                        hint=f"re-download or re-convert it (the header reader said: {reason})") from None
+    end = max((header.data_offset + t.offset + t.n_bytes for t in tensors), default=header.data_offset)
     if end > size:
         raise UserError(f"{p.name} is truncated: its header describes {end:,} bytes but the file has {size:,}",
                         hint=_GGUF_HINT)
-    arch = _field(reader, "general.architecture")
+    arch = header.get("general.architecture")
     if not isinstance(arch, str) or not arch:
         raise UserError(f"{p.name}: GGUF header has no general.architecture", hint=_GGUF_HINT)
-    ftype = _field(reader, "general.file_type")
+    ftype = header.get("general.file_type")
     ftype_name = None
     if isinstance(ftype, int):
         try:
             ftype_name = gguf.LlamaFileType(ftype).name
         except ValueError:
             ftype_name = None
-    version = _field(reader, "GGUF.version")
-    return GgufFileInfo(path=str(p), file_bytes=size, gguf_version=int(version or 0), architecture=arch,
-                        name=_field(reader, "general.name"), file_type=ftype if isinstance(ftype, int) else None,
-                        file_type_name=ftype_name, alignment=int(reader.alignment),
-                        data_offset=int(reader.data_offset), tensor_data_bytes=sum(t.n_bytes for t in tensors),
-                        tensor_count=len(tensors), tensors=tensors), reader
+    return GgufFileInfo(path=str(p), file_bytes=size, gguf_version=header.version, architecture=arch,
+                        name=header.get("general.name"), file_type=ftype if isinstance(ftype, int) else None,
+                        file_type_name=ftype_name, alignment=header.alignment,
+                        data_offset=header.data_offset, tensor_data_bytes=sum(t.n_bytes for t in tensors),
+                        tensor_count=len(tensors), tensors=tensors), header
 
 
 def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
     """Read a .gguf header and return (ModelSpec, GgufFileInfo). Raises UserError on a bad / truncated file."""
-    info, reader = _read_gguf(path)
+    info, header = _read_gguf(path)
     p = Path(path)
     arch = info.architecture
     shapes = {t.name: t.shape for t in info.tensors}
 
     def kv(key: str, default: Any = None) -> Any:
-        v = _field(reader, f"{arch}.{key}")
+        v = header.get(f"{arch}.{key}")
         return default if v is None else v
 
     def need_int(key: str) -> int:
@@ -528,7 +506,7 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
     nkv = max(nkv_raw) if isinstance(nkv_raw, list) and nkv_raw else int(nkv_raw)
     ctx = int(kv("context_length", 0) or 0)
 
-    vocab = _field_len(reader, "tokenizer.ggml.tokens") or int(kv("vocab_size", 0) or 0)
+    vocab = header.array_len("tokenizer.ggml.tokens") or int(kv("vocab_size", 0) or 0)
     if not vocab and "token_embd.weight" in shapes:
         vocab = shapes["token_embd.weight"][1]
 

@@ -97,6 +97,17 @@ def run_llama(path: Path, n_vocab: int) -> np.ndarray:
         llm.close()
 
 
+def assert_matches_gguf_reader(path: Path, info) -> None:
+    """recommender.gguf_header (behind read_gguf_header) agrees with gguf-py's own GGUFReader, the reference."""
+    ref = gguf.GGUFReader(str(path), "r")
+    assert info.data_offset == int(ref.data_offset) and info.alignment == int(ref.alignment)
+    assert [(t.name, t.shape, t.ggml_type, t.n_bytes, t.offset) for t in info.tensors] == \
+        [(r.name, tuple(int(x) for x in r.shape), r.tensor_type.name, int(r.n_bytes),
+          int(r.data_offset) - int(ref.data_offset)) for r in ref.tensors]
+    assert info.gguf_version == int(ref.fields["GGUF.version"].contents())
+    assert info.architecture == ref.fields["general.architecture"].contents()
+
+
 def check_file(path: Path, spec, quant: str) -> None:
     info = read_gguf_header(path)
     assert info.tensor_data_bytes == weights_bytes(spec, quant)
@@ -106,9 +117,8 @@ def check_file(path: Path, spec, quant: str) -> None:
     assert info.name == "synthetic-" + spec.name
     assert info.file_type == FILE_TYPE[quant]
     assert info.file_bytes - info.data_offset - info.tensor_data_bytes < 32 * (info.tensor_count + 1)  # padding only
-    header = read_header(path)  # the fast reader of evaluators.synthetic must agree with gguf's
-    assert header.data_offset == info.data_offset
-    assert [(n, s, o) for n, s, _t, o in header.tensors] == [(t.name, t.shape, t.offset) for t in info.tensors]
+    assert_matches_gguf_reader(path, info)
+    header = read_header(path)
     assert header.get("recommender.synthetic") is True
     assert header.get("recommender.source_model") == spec.id
     assert header.get("recommender.quant") == quant
@@ -319,3 +329,18 @@ def test_find_vocab_gguf(tmp_path, monkeypatch):
     assert find_vocab_gguf(spec_of("meta-llama__Llama-3.1-8B")).name == "ggml-vocab-llama-bpe.gguf"
     assert find_vocab_gguf(spec_of("mistralai__Mistral-7B-v0.3")) is None  # SentencePiece 32768: no file fits
     assert find_vocab_gguf(spec_of("google__gemma-2-2b")) is None
+
+
+def test_real_gguf_header_matches_gguf_reader():
+    """The real SmolLM2 GGUF (49k-token vocab): the fast header reader gives what gguf-py's GGUFReader gives, and the
+    model's vocabulary size is the length of its token list."""
+    from conftest import smollm2_gguf_or_skip
+
+    from recommender.arch import spec_from_gguf
+
+    path = smollm2_gguf_or_skip()
+    spec, info = spec_from_gguf(path)
+    assert_matches_gguf_reader(path, info)
+    ref = gguf.GGUFReader(str(path), "r")
+    assert spec.vocab_size == len(ref.fields["tokenizer.ggml.tokens"].data) == 49152
+    assert spec.num_layers == ref.fields["llama.block_count"].contents() == 30
