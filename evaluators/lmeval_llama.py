@@ -71,16 +71,16 @@ class LlamaCppLM(TemplateLM):
         self.decoded_tokens = 0
 
     def _n_ctx_train(self, path: str) -> Optional[int]:
-        try:
-            from gguf import GGUFReader  # noqa: PLC0415
+        """``<arch>.context_length`` of the GGUF header (recommender.gguf_header: milliseconds, where gguf-py's
+        GGUFReader spends seconds building the vocabulary), or None."""
+        from recommender.gguf_header import read_header  # noqa: PLC0415
 
-            r = GGUFReader(path)
-            for k, f in r.fields.items():
-                if k.endswith(".context_length"):
-                    return int(f.parts[f.data[0]][0])
+        try:
+            header = read_header(path)
+            value = header.get(f"{header.get('general.architecture')}.context_length")
+            return int(value) if value else None
         except Exception:  # noqa: BLE001 - fall back to the requested size
             return None
-        return None
 
     # -- lm-eval interface ----------------------------------------------------------------------------------------
     @property
