@@ -54,31 +54,35 @@ def parse_memory(text: str | float | int, what: str = "--vram") -> int:
     return int(value)
 
 
-def parse_latency_ms(text: str | float | int, what: str = "--max-latency") -> float:
-    """Parse '800ms', '0.8s', '800' (ms) into milliseconds."""
+def _parse_scaled(text: str | float | int, what: str, units: dict[str, float], maximum: float, hint: str,
+                  range_hint: str) -> float:
+    """A positive number with an optional unit from ``units`` (factors to the result's unit), at most ``maximum``."""
     raw = str(text).strip()
     m = _NUM_RE.match(raw)
-    if raw.startswith("-") or not m or m.group(2).lower() not in _LAT_UNITS:
-        raise UserError(f"cannot read {what} value {raw!r}", hint="use e.g. 800ms, 0.8s or 800 (milliseconds)")
-    value = float(m.group(1)) * _LAT_UNITS[m.group(2).lower()]
-    if value <= 0 or value > MAX_PLAUSIBLE_LATENCY_MS:
-        raise UserError(f"{what} {raw!r} is out of range", hint="give a positive latency below a day, e.g. 800ms")
+    if raw.startswith("-") or not m or m.group(2).lower() not in units:
+        raise UserError(f"cannot read {what} value {raw!r}", hint=hint)
+    value = float(m.group(1)) * units[m.group(2).lower()]
+    if value <= 0 or value > maximum:
+        raise UserError(f"{what} {raw!r} is out of range", hint=range_hint)
     return value
 
 
+def parse_latency_ms(text: str | float | int, what: str = "--max-latency") -> float:
+    """Parse '800ms', '0.8s', '800' (ms) into milliseconds."""
+    return _parse_scaled(text, what, _LAT_UNITS, MAX_PLAUSIBLE_LATENCY_MS,
+                         hint="use e.g. 800ms, 0.8s or 800 (milliseconds)",
+                         range_hint="give a positive latency below a day, e.g. 800ms")
+
+
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+MAX_DURATION_S = 7 * 24 * 3600.0  # a week: a typo guard for run budgets
 
 
 def parse_duration_s(text: str | float | int, what: str = "--budget") -> float:
     """Parse '10m', '90s', '1h', '600' (seconds) into seconds."""
-    raw = str(text).strip()
-    m = _NUM_RE.match(raw)
-    if raw.startswith("-") or not m or m.group(2).lower() not in _DURATION_UNITS:
-        raise UserError(f"cannot read {what} value {raw!r}", hint="use e.g. 10m, 90s, 1h or 600 (seconds)")
-    value = float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
-    if value <= 0 or value > 7 * 24 * 3600:
-        raise UserError(f"{what} {raw!r} is out of range", hint="give a positive duration up to a week, e.g. 10m")
-    return value
+    return _parse_scaled(text, what, _DURATION_UNITS, MAX_DURATION_S,
+                         hint="use e.g. 10m, 90s, 1h or 600 (seconds)",
+                         range_hint="give a positive duration up to a week, e.g. 10m")
 
 
 def parse_tokens(text: str | int, what: str = "--context") -> int:

@@ -141,6 +141,13 @@ def build_query(opts: QueryOptions, normalization: str, catalog):
     return q, notes
 
 
+def limit_label(q) -> str:
+    """', TTFT ≤ 800 ms' for a Query with a latency limit, else '': the limit as the result titles show it."""
+    from ..units import fmt_ms  # noqa: PLC0415
+
+    return f", {q.latency_metric.upper()} ≤ {fmt_ms(q.max_latency_ms)}" if q.max_latency_ms else ""
+
+
 def no_fit_hint(excluded) -> str:
     """The hint printed when nothing fits: the strongest excluded candidates (Candidate records) say why."""
     unknown_only = excluded and all(any("unknown" in r for r in c.excluded) and len(c.excluded) == 1

@@ -5,7 +5,14 @@ from __future__ import annotations
 import typer
 
 from .common import LEGEND, emit_json, info, mark, open_catalog
-from .query_opts import NormOpt, QueryOptions, build_query, no_fit_hint, query_options
+from .query_opts import (
+    NormOpt,
+    QueryOptions,
+    build_query,
+    limit_label,
+    no_fit_hint,
+    query_options,
+)
 
 
 @query_options
@@ -42,7 +49,7 @@ def print_recommendation(rec, explain: bool) -> None:
 
     q = rec.query
     con = stdout_console()
-    lim = f", {q.latency_metric.upper()} ≤ {fmt_ms(q.max_latency_ms)}" if q.max_latency_ms else ""
+    lim = limit_label(q)
     title = (f"{q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{lim} · workload {q.workload.name} "
              f"(prompt {q.workload.prompt_tokens}, output {q.workload.output_tokens})")
     table = Table(title=title, caption=f"score: weighted normalized cost, lower is better "

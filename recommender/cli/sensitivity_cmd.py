@@ -8,7 +8,13 @@ from typing import Optional
 import typer
 
 from .common import emit_json, info, open_catalog
-from .query_opts import QueryOptions, build_query, no_fit_hint, query_options
+from .query_opts import (
+    QueryOptions,
+    build_query,
+    limit_label,
+    no_fit_hint,
+    query_options,
+)
 
 
 class SensNormOpt(str, Enum):
@@ -77,12 +83,12 @@ def sensitivity_command(
 def print_sensitivity(report) -> None:
     from rich.table import Table  # noqa: PLC0415
 
-    from ..units import fmt_bytes, fmt_ms  # noqa: PLC0415
+    from ..units import fmt_bytes  # noqa: PLC0415
     from .common import stdout_console  # noqa: PLC0415
 
     q = report.query
     con = stdout_console()
-    lim = f", {q.latency_metric.upper()} ≤ {fmt_ms(q.max_latency_ms)}" if q.max_latency_ms else ""
+    lim = limit_label(q)
     con.print(f"{q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{lim} · workload {q.workload.name} · "
               f"{report.counts['feasible']} of {report.counts['candidates']} candidates fit · weights "
               f"{', '.join(f'{k} {v:.2f}' for k, v in q.weights.items())} · step {report.step:g}, "

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from .common import LEGEND, emit_json, info, mark, open_catalog
-from .query_opts import LatencyMetricOpt, MissingOpt, NormOpt, QueryOptions, build_query
+from .query_opts import LatencyMetricOpt, MissingOpt, NormOpt, QueryOptions, build_query, limit_label
 
 
 def tune_command(
@@ -145,7 +145,7 @@ def print_result(res, show: int) -> None:
 
     q = res.query
     con = stdout_console()
-    lim = f", {q.latency_metric.upper()} ≤ {fmt_ms(q.max_latency_ms)}" if q.max_latency_ms else ""
+    lim = limit_label(q)
     title = (f"tune ({res.mode}, {res.objective}) · {q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{lim} · "
              f"workload {q.workload.name} · study {res.study_name}")
     rows = res.pareto_front if res.objective == "pareto" else _best_distinct(res.trials, show)
