@@ -54,27 +54,40 @@ def parse_weights(text: Optional[str]) -> dict[str, float]:
     return {k: v / total for k, v in weights.items()}
 
 
+def norm_stats(known: list[float], method: str) -> tuple[float, float]:
+    """The statistics a normalization needs from the known values: (min, max) for min-max, (mean, std) for z-score."""
+    if method == "minmax":
+        return min(known), max(known)
+    if method == "zscore":
+        mean = sum(known) / len(known)
+        return mean, math.sqrt(sum((v - mean) ** 2 for v in known) / len(known))
+    raise UserError(f"unknown normalization {method!r}", hint=f"use one of {', '.join(NORMALIZATIONS)}")
+
+
+def norm_value(v: float, stats: tuple[float, float], method: str) -> float:
+    """One value normalized with ``norm_stats``: 0 when the values do not spread (max == min, std == 0)."""
+    a, b = stats
+    if method == "minmax":
+        return (v - a) / (b - a) if b > a else 0.0
+    return (v - a) / b if b > 0 else 0.0
+
+
+def missing_fill(normed: list[float], method: str, missing: str) -> float:
+    """The normalized value a missing figure gets, from the normalized known values (module docstring)."""
+    if missing == "worst":
+        return max(normed) if method == "zscore" else 1.0
+    if missing == "mean":
+        return sum(normed) / len(normed)
+    raise UserError(f"unknown missing-value rule {missing!r}", hint=f"use one of {', '.join(MISSING_RULES)}")
+
+
 def normalize(values: list[Optional[float]], method: str = "minmax", missing: str = "worst") -> list[float]:
     known = [v for v in values if v is not None]
     if not known:
         return [0.0 for _ in values]
-    if method == "minmax":
-        lo, hi = min(known), max(known)
-        span = hi - lo
-        norm = [None if v is None else ((v - lo) / span if span > 0 else 0.0) for v in values]
-    elif method == "zscore":
-        mean = sum(known) / len(known)
-        std = math.sqrt(sum((v - mean) ** 2 for v in known) / len(known))
-        norm = [None if v is None else ((v - mean) / std if std > 0 else 0.0) for v in values]
-    else:
-        raise UserError(f"unknown normalization {method!r}", hint=f"use one of {', '.join(NORMALIZATIONS)}")
-    filled = [n for n in norm if n is not None]
-    if missing == "worst":
-        fill = max(filled) if method == "zscore" else 1.0
-    elif missing == "mean":
-        fill = sum(filled) / len(filled)
-    else:
-        raise UserError(f"unknown missing-value rule {missing!r}", hint=f"use one of {', '.join(MISSING_RULES)}")
+    stats = norm_stats(known, method)
+    norm = [None if v is None else norm_value(v, stats, method) for v in values]
+    fill = missing_fill([n for n in norm if n is not None], method, missing)
     return [fill if n is None else n for n in norm]
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import socket
 import time
@@ -32,8 +31,8 @@ from pydantic import Field
 
 from . import constants as C
 from .errors import UserError
-from .recommend import Candidate, CandidateBuilder, Query, _costs
-from .score import CRITERIA
+from .recommend import _LATENCY_FIELD, Candidate, CandidateBuilder, Query, _costs
+from .score import CRITERIA, missing_fill, norm_stats, norm_value
 from .types import Strict
 
 # llama.cpp partial offload levels tried: share of the repeating layers on the GPU (1.0 = all, the default).
@@ -227,10 +226,7 @@ class Reference(Strict):
             return 0.0
         if v is None:
             return self.fill[crit]
-        a, b = self.stats[crit]
-        if self.method == "minmax":
-            return (v - a) / (b - a) if b > a else 0.0
-        return (v - a) / b if b > 0 else 0.0
+        return norm_value(v, self.stats[crit], self.method)
 
     def score(self, costs: dict[str, Optional[float]]) -> tuple[float, dict[str, float]]:
         parts = {c: self.norm(c, costs.get(c)) for c in CRITERIA if self.weights.get(c)}
@@ -256,17 +252,8 @@ def make_reference(rows: list[dict[str, Optional[float]]], weights: dict[str, fl
                 stats[c] = fallback[c]
                 fill[c] = 1.0 if method == "minmax" else 0.0
             continue
-        if method == "minmax":
-            stats[c] = (min(known), max(known))
-        else:
-            mean = sum(known) / len(known)
-            stats[c] = (mean, math.sqrt(sum((v - mean) ** 2 for v in known) / len(known)))
-        ref = Reference(method=method, missing=missing, weights=weights, stats={c: stats[c]}, fill={c: 0.0})
-        normed = [ref.norm(c, v) for v in known]
-        if missing == "worst":
-            fill[c] = 1.0 if method == "minmax" else max(normed)
-        else:
-            fill[c] = sum(normed) / len(normed)
+        stats[c] = norm_stats(known, method)
+        fill[c] = missing_fill([norm_value(v, stats[c], method) for v in known], method, missing)
     return Reference(method=method, missing=missing, weights=weights, stats=stats, fill=fill)
 
 
@@ -321,11 +308,7 @@ class PredictedEvaluator:
                        constraints=_constraints(cand.total_vram_bytes, self.q.vram_bytes, cand.latency_ms,
                                                 self.q.max_latency_ms, other),
                        provenance={"memory": p["total_vram_bytes"],
-                                   "latency": p[_lat_field(self.q.latency_metric)]})
-
-
-def _lat_field(metric: str) -> str:
-    return {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}[metric]
+                                   "latency": p[_LATENCY_FIELD[self.q.latency_metric]]})
 
 
 def evaluate_grid(evaluator: PredictedEvaluator, space: Space) -> list[tuple[TuneConfig, Outcome]]:
