@@ -368,9 +368,10 @@ class Calibrator:
         self.terms: dict[tuple[str, str, str], Term] = {}
         for s in reversed(sets):  # later (shipped) first, earlier (user) overrides
             self.terms.update(s.index())
+        self._pairs = {(engine, hardware) for engine, hardware, _m in self.terms}  # has() runs once per candidate
 
     def has(self, engine: str, hardware: str) -> bool:
-        return any((engine, hardware, m) in self.terms for m in METRICS)
+        return (engine, hardware) in self._pairs
 
     def apply(self, est: Estimate, spec: ModelSpec, hw: HardwareProfile, hw_key: str) -> Estimate:
         base, fhw = est, hw
