@@ -40,6 +40,24 @@ def info(msg: str) -> None:
     sys.stderr.write(msg + "\n")
 
 
+def columns_table(title: str, caption: str, columns: tuple[tuple[str, str], ...], no_wrap: set[str]):
+    """A Rich table with (header, justify) columns; `no_wrap` names the columns that must stay on one line."""
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title=title, caption=caption)
+    for col, just in columns:
+        table.add_column(col, justify=just, no_wrap=col in no_wrap)
+    return table
+
+
+def budget_title(q) -> str:
+    """'<GPU>, <VRAM> budget[, TTFT ≤ 800 ms]' for a query's table title."""
+    from ..units import fmt_bytes  # noqa: PLC0415
+    from .query_opts import limit_label  # noqa: PLC0415
+
+    return f"{q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{limit_label(q)}"
+
+
 def mark(value: str, provenance: str) -> str:
     return value if value == "?" else f"{value}{PROV_MARK.get(provenance, '?')}"
 

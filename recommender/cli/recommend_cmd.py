@@ -9,7 +9,6 @@ from .query_opts import (
     NormOpt,
     QueryOptions,
     build_query,
-    limit_label,
     no_fit_hint,
     query_options,
 )
@@ -42,23 +41,19 @@ def recommend_command(
 
 
 def print_recommendation(rec, explain: bool) -> None:
-    from rich.table import Table  # noqa: PLC0415
-
     from ..units import fmt_bytes, fmt_ms, fmt_tokens  # noqa: PLC0415
-    from .common import stdout_console  # noqa: PLC0415
+    from .common import budget_title, columns_table, stdout_console  # noqa: PLC0415
 
     q = rec.query
-    con = stdout_console()
-    lim = limit_label(q)
-    title = (f"{q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{lim} · workload {q.workload.name} "
+    title = (f"{budget_title(q)} · workload {q.workload.name} "
              f"(prompt {q.workload.prompt_tokens}, output {q.workload.output_tokens})")
-    table = Table(title=title, caption=f"score: weighted normalized cost, lower is better "
-                                       f"({', '.join(f'{k} {v:.2f}' for k, v in q.weights.items() if v)}; "
-                                       f"{q.normalization}) · {LEGEND}")
-    for col, just in (("#", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"), ("batch", "right"),
-                      ("ctx", "right"), ("VRAM", "right"), ("TTFT", "right"), ("tok/s", "right"),
-                      ("zh acc", "right"), ("ppl×", "right"), ("score", "right")):
-        table.add_column(col, justify=just, no_wrap=col in {"model", "VRAM", "TTFT"})
+    table = columns_table(title, f"score: weighted normalized cost, lower is better "
+                                 f"({', '.join(f'{k} {v:.2f}' for k, v in q.weights.items() if v)}; "
+                                 f"{q.normalization}) · {LEGEND}",
+                          (("#", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"),
+                           ("batch", "right"), ("ctx", "right"), ("VRAM", "right"), ("TTFT", "right"),
+                           ("tok/s", "right"), ("zh acc", "right"), ("ppl×", "right"), ("score", "right")),
+                          {"model", "VRAM", "TTFT"})
     for c in rec.candidates:
         p = c.provenance
         table.add_row(
@@ -70,7 +65,7 @@ def print_recommendation(rec, explain: bool) -> None:
             mark("?" if c.zh_accuracy is None else f"{c.zh_accuracy:.1f}", c.quality["zh"].provenance),
             mark("?" if c.ppl_ratio is None else f"{c.ppl_ratio:.3f}", c.quality["ppl"].provenance),
             f"{c.score:.3f}")
-    con.print(table)
+    stdout_console().print(table)
     n = rec.counts
     info(f"{n['feasible']} of {n['candidates']} candidates ({n['models']} models) fit the limits; "
          f"showing the best {'configuration' if q.per_model == 1 else 'configurations'} per model.")

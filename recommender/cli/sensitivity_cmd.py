@@ -11,7 +11,6 @@ from .common import emit_json, info, open_catalog
 from .query_opts import (
     QueryOptions,
     build_query,
-    limit_label,
     no_fit_hint,
     query_options,
 )
@@ -83,13 +82,11 @@ def sensitivity_command(
 def print_sensitivity(report) -> None:
     from rich.table import Table  # noqa: PLC0415
 
-    from ..units import fmt_bytes  # noqa: PLC0415
-    from .common import stdout_console  # noqa: PLC0415
+    from .common import budget_title, stdout_console  # noqa: PLC0415
 
     q = report.query
     con = stdout_console()
-    lim = limit_label(q)
-    con.print(f"{q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{lim} · workload {q.workload.name} · "
+    con.print(f"{budget_title(q)} · workload {q.workload.name} · "
               f"{report.counts['feasible']} of {report.counts['candidates']} candidates fit · weights "
               f"{', '.join(f'{k} {v:.2f}' for k, v in q.weights.items())} · step {report.step:g}, "
               f"up to ±{report.span:g}", markup=False)

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from .common import LEGEND, emit_json, info, mark, open_catalog
-from .query_opts import LatencyMetricOpt, MissingOpt, NormOpt, QueryOptions, build_query, limit_label
+from .query_opts import LatencyMetricOpt, MissingOpt, NormOpt, QueryOptions, build_query
 
 
 def tune_command(
@@ -138,24 +138,20 @@ def _cfg(c) -> str:
 
 
 def print_result(res, show: int) -> None:
-    from rich.table import Table  # noqa: PLC0415
-
     from ..units import fmt_bytes, fmt_ms, fmt_tokens  # noqa: PLC0415
-    from .common import stdout_console  # noqa: PLC0415
+    from .common import budget_title, columns_table, stdout_console  # noqa: PLC0415
 
     q = res.query
-    con = stdout_console()
-    lim = limit_label(q)
-    title = (f"tune ({res.mode}, {res.objective}) · {q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{lim} · "
-             f"workload {q.workload.name} · study {res.study_name}")
+    title = f"tune ({res.mode}, {res.objective}) · {budget_title(q)} · workload {q.workload.name} · study {res.study_name}"
     rows = res.pareto_front if res.objective == "pareto" else _best_distinct(res.trials, show)
     cap = ("Pareto front over (latency, memory, quality cost) of the feasible trials" if res.objective == "pareto"
            else "score: weighted normalized cost against the feasible grid's ranges, lower is better")
-    table = Table(title=title, caption=f"{cap} · {LEGEND}")
-    for col, just in (("trial", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"), ("ctx", "right"),
-                      ("batch", "right"), ("KV", "left"), ("GPU layers", "right"), ("memory", "right"),
-                      (q.latency_metric.upper(), "right"), ("quality cost", "right"), ("score", "right")):
-        table.add_column(col, justify=just, no_wrap=col in {"model", "memory"})
+    table = columns_table(title, f"{cap} · {LEGEND}",
+                          (("trial", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"),
+                           ("ctx", "right"), ("batch", "right"), ("KV", "left"), ("GPU layers", "right"),
+                           ("memory", "right"), (q.latency_metric.upper(), "right"), ("quality cost", "right"),
+                           ("score", "right")),
+                          {"model", "memory"})
     for r in rows:
         c = r.config
         table.add_row(str(r.number), c.model, c.quant, c.engine, fmt_tokens(c.context_tokens), str(c.batch),
@@ -164,7 +160,7 @@ def print_result(res, show: int) -> None:
                       mark(fmt_ms(r.latency_ms), r.provenance.get("latency", "unknown")),
                       "?" if r.quality_cost is None else f"{r.quality_cost:.3f}",
                       "?" if r.score is None else f"{r.score:.4f}")
-    con.print(table)
+    stdout_console().print(table)
     g = res.grid
     by = {}
     for r in res.trials:
