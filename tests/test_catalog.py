@@ -244,3 +244,42 @@ def test_reads_are_cached_between_runs_and_follow_every_write(cli, tmp_path, use
     assert again.code == 0, again.err
     off = cli("--vram", "24", "--json", prog="recommend", env={**env, "RECOMMENDER_CATALOG_CACHE": "off"})
     assert again.json() == off.json() == r.json()
+
+
+def test_read_cache_folder_keeps_only_recently_used_pairs(cli, tmp_path):
+    """Each catalog pair a user ever opened leaves a ~1 MB cache file; the folder is pruned when one is written, so
+    it stays at MAX_FILES files, keeps the most recently used ones (a hit counts as a use) and drops month-old ones."""
+    import os
+    import time
+
+    from recommender.catalog.read_cache import MAX_AGE_S, MAX_FILES
+
+    folder = tmp_path / "cache" / "catalog-reads"
+    folder.mkdir(parents=True)
+    now = time.time()
+    others = []
+    for i in range(MAX_FILES + 3):  # other pairs used 1..19 hours ago
+        f = folder / f"other{i:02d}.pickle"
+        f.write_bytes(b"x")
+        os.utime(f, (now - 3600 * (i + 1),) * 2)
+        others.append(f)
+    month_old = folder / "month-old.pickle"
+    month_old.write_bytes(b"x")
+    os.utime(month_old, (now - MAX_AGE_S - 60,) * 2)
+    dead_tmp = folder / ".abc.pickle.123.tmp"
+    dead_tmp.write_bytes(b"x")
+    os.utime(dead_tmp, (now - 2 * 3600,) * 2)
+
+    env = {"RECOMMENDER_CACHE": str(tmp_path / "cache")}
+    assert cli("--vram", "24", "--json", prog="recommend", env=env).code == 0  # writes this pair's cache: prunes
+    kept = {f.name for f in folder.iterdir()}
+    assert len(kept) == MAX_FILES
+    mine = kept - {f.name for f in others}
+    assert len(mine) == 1  # this run's file
+    assert kept - mine == {f.name for f in others[:MAX_FILES - 1]}  # the most recently used of the others
+
+    # a hit refreshes a file's use: age ours, read it again, and it is the newest file in the folder
+    ours = folder / mine.pop()
+    os.utime(ours, (now - 3600 * 50,) * 2)
+    assert cli("--vram", "24", "--json", prog="recommend", env=env).code == 0
+    assert ours.stat().st_mtime > now - 60

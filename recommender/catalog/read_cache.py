@@ -13,6 +13,10 @@ Any change to either file changes the fingerprint and the whole entry is dropped
 log beside it (writes not yet checkpointed into the file) is never cached: its bytes are not what DuckDB reads.
 The cache is an optimization only: an unreadable, foreign or unwritable cache is ignored (debug log), and
 ``RECOMMENDER_CATALOG_CACHE=off`` turns it off.
+
+The folder does not grow without bound: a file's modification time is its last use (a hit touches it), and each
+write keeps the ``MAX_FILES`` most recently used files younger than ``MAX_AGE_S``, deleting the rest (a pair of paths
+used once, such as a test's temporary catalog, is gone after a month or after sixteen newer pairs).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 _CHUNK_BYTES = 1 << 20
+MAX_FILES = 16  # (shipped, overlay) pairs kept; one is ~1 MB
+MAX_AGE_S = 30 * 24 * 3600  # a pair unused for a month is dropped
+STALE_TMP_S = 3600  # a half-written file of a process that died while flushing
 
 
 def _file_digest(path: Path) -> Optional[tuple[int, int]]:
@@ -45,6 +52,14 @@ def _file_digest(path: Path) -> Optional[tuple[int, int]]:
         return size, crc
     except FileNotFoundError:
         return None
+
+
+def _touch(file: Path) -> None:
+    """Mark a cache file as used now (pruning keeps the most recently used); a read-only cache is still read."""
+    try:
+        os.utime(file)
+    except OSError:
+        pass
 
 
 def _has_wal(path: Path) -> bool:
@@ -80,6 +95,7 @@ class ReadCache:
                 stored = pickle.load(fh)
             if stored.get("fingerprint") == fingerprint:
                 rows = stored["rows"]
+                _touch(file)
         except FileNotFoundError:
             pass
         except Exception as e:  # noqa: BLE001 - a corrupt or foreign cache file is rebuilt
@@ -110,3 +126,29 @@ class ReadCache:
         except OSError as e:
             log.debug("cannot write the catalog read cache %s: %s", self.file, e)
             tmp.unlink(missing_ok=True)
+            return
+        prune(self.file.parent)
+
+
+def prune(folder: Path, now: Optional[float] = None) -> list[Path]:
+    """Delete all but the ``MAX_FILES`` most recently used cache files younger than ``MAX_AGE_S``, and temporary
+    files older than ``STALE_TMP_S``. Returns what was deleted."""
+    import time  # noqa: PLC0415
+
+    now = time.time() if now is None else now
+    aged: list[tuple[float, Path]] = []
+    for f in folder.iterdir():
+        try:
+            aged.append((f.stat().st_mtime, f))
+        except OSError:
+            continue  # deleted by another process meanwhile
+    aged.sort(reverse=True)
+    caches = [(t, f) for t, f in aged if f.suffix == ".pickle" and not f.name.startswith(".")]
+    doomed = [f for i, (t, f) in enumerate(caches) if i >= MAX_FILES or now - t > MAX_AGE_S]
+    doomed += [f for t, f in aged if f.name.endswith(".tmp") and now - t > STALE_TMP_S]
+    for f in doomed:
+        try:
+            f.unlink()
+        except OSError as e:
+            log.debug("cannot prune %s: %s", f, e)
+    return doomed
