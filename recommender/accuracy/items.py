@@ -92,35 +92,39 @@ def _mmlu_names() -> dict[str, tuple[str, str]]:
     return out
 
 
+def _ceval_row(i: int, row: dict) -> tuple:
+    return row["id"], row["question"], [row[c] for c in CHOICES], CHOICES.index(row["answer"].strip())
+
+
+def _cmmlu_row(i: int, row: dict) -> tuple:
+    return row[""], row["Question"], [row[c] for c in CHOICES], CHOICES.index(row["Answer"].strip())
+
+
+def _mmlu_row(i: int, row: dict) -> tuple:
+    return str(i), row["question"], [row[f"choice{k}"] for k in range(4)], int(row["answer"])
+
+
+# task -> (subject -> (name, category), file name after the subject, CSV row -> (id, question, choices, answer index))
+_LAYOUTS = {
+    "ceval": (_ceval_names, "_{split}.csv", _ceval_row),
+    "cmmlu": (lambda raw: _cmmlu_names(), ".csv", _cmmlu_row),
+    "mmlu": (lambda raw: _mmlu_names(), "_{split}.csv", _mmlu_row),
+}
+
+
 def read_raw(task: str, split: str, raw: Path) -> list[dict]:
     """All items of one split, in file order (subjects sorted by name), as uniform records."""
-    items = []
-    if task == "ceval":
-        names = _ceval_names(raw)
-        for p in sorted((raw / "ceval" / split).glob(f"*_{split}.csv")):
-            subj = p.name[: -len(f"_{split}.csv")]
-            with open(p, encoding="utf-8", newline="") as f:
-                for row in csv.DictReader(f):
-                    items.append(_item(task, split, subj, names[subj], row["id"], row["question"],
-                                       [row[c] for c in CHOICES], CHOICES.index(row["answer"].strip())))
-    elif task == "cmmlu":
-        names = _cmmlu_names()
-        for p in sorted((raw / "cmmlu" / split).glob("*.csv")):
-            subj = p.stem
-            with open(p, encoding="utf-8", newline="") as f:
-                for row in csv.DictReader(f):
-                    items.append(_item(task, split, subj, names[subj], row[""], row["Question"],
-                                       [row[c] for c in CHOICES], CHOICES.index(row["Answer"].strip())))
-    elif task == "mmlu":
-        names = _mmlu_names()
-        for p in sorted((raw / "mmlu" / split).glob(f"*_{split}.csv")):
-            subj = p.name[: -len(f"_{split}.csv")]
-            with open(p, encoding="utf-8", newline="") as f:
-                for i, row in enumerate(csv.DictReader(f)):
-                    items.append(_item(task, split, subj, names[subj], str(i), row["question"],
-                                       [row[f"choice{k}"] for k in range(4)], int(row["answer"])))
-    else:
+    if task not in _LAYOUTS:
         raise ValueError(task)
+    names_of, suffix, parse = _LAYOUTS[task]
+    suffix = suffix.format(split=split)
+    names = names_of(raw)
+    items = []
+    for p in sorted((raw / task / split).glob(f"*{suffix}")):
+        subj = p.name[: -len(suffix)]
+        with open(p, encoding="utf-8", newline="") as f:
+            for i, row in enumerate(csv.DictReader(f)):
+                items.append(_item(task, split, subj, names[subj], *parse(i, row)))
     if not items:
         raise UserError(f"no {task} {split} files under {raw}",
                         hint="point --data-dir (or RECOMMENDER_BENCHMARK_DATA) at a folder with ceval/, cmmlu/, mmlu/")
