@@ -68,6 +68,11 @@ def synthetic_transformers_target(spec: ModelSpec, quant: str) -> ProbeTarget:
                        extra={"hf_config": hf_config_for(spec), "dtype": quant.lower()})
 
 
+def _looks_like_path(text: str) -> bool:
+    """A path the user meant as a file ('./m.gguf', '~/models/x', 'x.gguf'), not a catalog id such as 'Qwen/Qwen3-8B'."""
+    return text.startswith(("/", ".", "~")) or Path(text).suffix.lower() in (".gguf", ".json", ".safetensors")
+
+
 def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthetic: bool, catalog: Catalog,
                    model_id: Optional[str] = None) -> ProbeTarget:
     """A .gguf file (llama.cpp) or an HF folder (transformers), validated before any engine starts, or a catalog
@@ -101,7 +106,14 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
             raise UserError(f"{path.name} is {fq}, not {resolve_quant(quant)}", hint="drop --quant for a file")
         mid = model_id or match_catalog_model(spec, catalog) or spec.id
         return ProbeTarget(path, mid, fq, synthetic=False, spec=spec)
-    spec = catalog.resolve_model(model_or_file)
+    try:
+        spec = catalog.resolve_model(model_or_file)
+    except UserError:
+        if _looks_like_path(model_or_file):
+            raise UserError(f"no such file or folder: {model_or_file}",
+                            hint="give the path of a .gguf file or an HF model folder on this machine, or a catalog "
+                                 "model with --synthetic") from None
+        raise
     if not synthetic:
         raise UserError(f"{model_or_file!r} is a catalog model, not a file on this machine",
                         hint="give the model's .gguf file or HF folder, or add --synthetic to measure a random-weight "

@@ -74,6 +74,17 @@ def test_unknown_engine_did_you_mean(cli):
     assert_user_error(r)
 
 
+def test_missing_model_file_is_named_as_a_missing_file(cli, tmp_path, user_catalog):
+    """A mistyped path says the file is missing, not that it is an unknown catalog model."""
+    r = cli("probe", "perf", str(tmp_path / "Qwen2.5-7B-Q4_K_M.gguf"))
+    assert_user_error(r)
+    assert "no such file or folder" in r.err and "Qwen2.5-7B-Q4_K_M.gguf" in r.err
+    r = cli("probe", "perf", "qwen-nonexistent")  # neither a path nor a known model: the catalog's error
+    assert_user_error(r)
+    assert "unknown model" in r.err
+    assert not user_catalog.exists()
+
+
 def test_malformed_gguf_fails_before_any_engine(cli, tmp_path, user_catalog):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(smollm2_gguf().read_bytes()[:4096])
