@@ -132,7 +132,22 @@ def test_hardware_without_gpu(cli):
 
 def test_unknown_command_is_exit_2(cli):
     r = cli("frobnicate")
-    assert r.code == 2
+    assert_user_error(r)
+    assert "frobnicate" in r.err
+
+
+@pytest.mark.parametrize("args,prog,fragment", [
+    (["--vram", "24", "--bogus"], "recommend", "--bogus"),  # unknown option
+    (["tune", "--trials", "0"], "recommender", "--trials"),  # value out of range
+    (["estimate"], "recommender", "model"),  # missing argument
+    (["probe", "perf", "--repeats", "many"], "recommender", "--repeats"),  # not a number
+])
+def test_command_line_mistakes_are_one_line_and_a_hint(cli, args, prog, fragment):
+    """The command line's own errors read like ours: one `error:` line naming the problem, a `hint:` pointing at
+    the command's --help, exit 2 — not a framed usage box."""
+    r = cli(*args, prog=prog)
+    assert_user_error(r)
+    assert fragment in r.err and "--help" in r.err
 
 
 def test_measured_rows_replace_estimates_and_say_so(cli):

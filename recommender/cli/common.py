@@ -84,11 +84,29 @@ def fail(err: UserError) -> None:
 
 
 def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
-    """Run a Typer app; user errors become one line + hint and exit 2, never a traceback."""
+    """Run a Typer app; user errors — ours and the command line's (unknown option, value out of range, missing
+    argument) — become one `error:` line and one `hint:` line and exit 2, never a traceback."""
+    try:  # Typer >= 0.24 raises the exceptions of its own copy of click
+        from typer._click import exceptions as click  # noqa: PLC0415
+    except ImportError:
+        from click import exceptions as click  # noqa: PLC0415
+
     try:
-        app(args=argv, standalone_mode=True)
+        code = app(args=argv, standalone_mode=False)
     except UserError as e:
         fail(e)
+    except click.NoArgsIsHelpError as e:  # a bare command group: its help, as Typer prints it
+        e.show()
+        raise SystemExit(e.exit_code) from None
+    except click.ClickException as e:
+        path = e.ctx.command_path if isinstance(e, click.UsageError) and e.ctx is not None else "recommender"
+        sys.stderr.write(f"error: {e.format_message()}\nhint: see `{path} --help`\n")
+        raise SystemExit(e.exit_code) from None
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        raise SystemExit(1) from None
+    # standalone_mode=False returns the exit code of typer.Exit / ctx.exit, or the command's own return value
+    raise SystemExit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
 
 
 def planning_hardware(gpu: Optional[str], vram_bytes: Optional[int]):
