@@ -70,6 +70,12 @@ def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, slo
     assert en["provenance"] == "measured" and en["value"] == pytest.approx(round(100 * t["accuracy"], 2))
     assert "mmlu-test-v1-50.jsonl" in en["basis"] and "n=50" in en["basis"]
     assert by_quant["Q8_0"]["quality"]["en"]["provenance"] != "measured"
+    # and `catalog show` says the same, variant by variant
+    shown = {v["quant"]: v for v in cli("catalog", "show", "HuggingFaceTB/SmolLM2-135M-Instruct", "--json")
+             .json()["variants"]}
+    assert shown["Q4_1"]["quality"]["en"] == en and shown["Q8_0"]["quality"]["en"]["provenance"] != "measured"
+    table = cli("catalog", "show", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert f"{round(100 * t['accuracy'], 2):.1f}ᵐ" in table.out and "Q4_1 en accuracy (measured)" in table.out
 
     # a different item set than the baseline's is refused before anything is scored
     bad = cli("probe", "accuracy", str(q2k), "--tasks", "mmlu", "--items", "150", "--baseline", out["run_id"],

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .common import emit_json, info, open_catalog, stdout_console
+from .common import LEGEND, emit_json, info, mark, open_catalog, stdout_console
 
 app = typer.Typer(help="The model catalog: shipped models plus the ones you add.", no_args_is_help=True)
 
@@ -57,7 +57,11 @@ def show(model: str = typer.Argument(..., help="HF id or a unique part of its na
     qi = QualityIndex(cat)
     variants = cat.variants_of(spec.id)
     data = {"model": spec.model_dump(mode="json"), "origin": cat.origin(spec.id),
-            "variants": [v.model_dump(mode="json") | {"ppl_ratio": qi.ppl_ratio(v.quant).model_dump()}
+            # per variant: measured accuracy / perplexity of that file where `probe accuracy` stored some, else the
+            # model's published figures (the same precedence `recommend` uses)
+            "variants": [v.model_dump(mode="json") | {"ppl_ratio": qi.ppl_ratio(v.quant, spec.id).model_dump(),
+                                                      "quality": {"zh": qi.zh(spec.id, v.quant).model_dump(),
+                                                                  "en": qi.en(spec.id, v.quant).model_dump()}}
                          for v in variants],
             "quality": {"zh": qi.zh(spec.id).model_dump(), "en": qi.en(spec.id).model_dump()},
             "published_scores": [r.__dict__ for r in cat.scores_for(spec.id)]}
@@ -70,14 +74,20 @@ def show(model: str = typer.Argument(..., help="HF id or a unique part of its na
               + f", {spec.num_layers} layers, {spec.num_attention_heads} heads / {spec.num_kv_heads} KV heads, "
                 f"max context {spec.max_position_embeddings}", highlight=False)
     con.print(f"source: {spec.source} ({spec.source_kind})", highlight=False)
-    t = Table(title="variants")
-    for col in ("quant", "weights", "bits/weight", "provenance", "ppl ratio"):
+    t = Table(title="variants", caption=LEGEND)
+    for col in ("quant", "weights", "bits/weight", "provenance", "ppl ratio", "zh acc", "en acc"):
         t.add_column(col)
-    for v in variants:
-        pr = qi.ppl_ratio(v.quant)
-        t.add_row(v.quant, fmt_bytes(v.weights_bytes), f"{v.bits_per_weight:.2f}", v.weights_bytes_provenance,
-                  "?" if pr.value is None else f"{pr.value:.3f}")
+    for v in data["variants"]:
+        pr, zh, en = v["ppl_ratio"], v["quality"]["zh"], v["quality"]["en"]
+        t.add_row(v["quant"], fmt_bytes(v["weights_bytes"]), f"{v['bits_per_weight']:.2f}",
+                  v["weights_bytes_provenance"],
+                  *(mark("?" if m["value"] is None else f"{m['value']:{fmt}}", m["provenance"])
+                    for m, fmt in ((pr, ".3f"), (zh, ".1f"), (en, ".1f"))))
     con.print(t)
+    for v in data["variants"]:  # where a variant's own measurement replaced the model's published figure
+        for k in ("zh", "en"):
+            if v["quality"][k]["provenance"] == "measured":
+                con.print(f"{v['quant']} {k} accuracy (measured): {v['quality'][k]['basis']}", highlight=False)
     for k in ("zh", "en"):
         m = data["quality"][k]
         con.print(f"{k} accuracy: {m['value'] if m['value'] is not None else 'unknown'} — {m['basis']}",
