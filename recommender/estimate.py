@@ -131,11 +131,15 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
     """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
     per_layer_token = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
     ctx = context_tokens
+    swa_tokens = min(ctx, spec.sliding_window or ctx)
     if engine == "llama.cpp":
         pad = int(C.LLAMA_CPP_CTX_PAD.value)
         ctx = -(-ctx // pad) * pad
+        if spec.num_swa_layers and spec.sliding_window:
+            # llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp): size_swa = GGML_PAD(min(size_base, n_swa + n_ubatch),
+            # 256) cells per sequence stream (kv_unified off, the default): the window plus one micro-batch
+            swa_tokens = min(ctx, -(-(spec.sliding_window + int(C.LLAMA_CPP_N_UBATCH.value)) // pad) * pad)
     full_layers = spec.num_layers - spec.num_swa_layers
-    swa_tokens = min(ctx, spec.sliding_window or ctx)
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
     return int(round(per_layer_token * tokens * batch))
 

@@ -168,6 +168,27 @@ def test_vram_estimates_against_h200_measurements(profiles):
     assert max(errs) < 0.15
 
 
+def test_kv_cache_equals_the_buffer_llama_cpp_allocated():
+    """The KV cache llama.cpp itself reported allocating ('CUDA0 KV' in its load log) on every shipped H200 row:
+    full-attention layers hold the padded context, sliding-window layers the window plus one micro-batch per sequence
+    (gemma-3: 1024 + 512 cells), quantized caches their block sizes. Exact, to the MiB llama.cpp prints."""
+    from recommender.catalog.build import load_models
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    checked = set()
+    for m in _h200_rows():
+        details = m.raw["engine"]["details"]
+        reported = (details.get("reported_buffers_mib") or {}).get("CUDA0 KV")
+        spec = specs[m.model_id]
+        if reported is None or (spec.num_swa_layers and details.get("swa_full")):
+            continue
+        est = kv_cache_bytes(spec, m.context_tokens, m.batch, "llama.cpp", m.kv_dtype)
+        assert est / 2**20 == pytest.approx(reported, abs=0.01), (m.model_id, m.context_tokens, m.batch, m.kv_dtype)
+        checked.add((spec.name, m.kv_dtype, bool(spec.num_swa_layers)))
+    assert len(checked) >= 12 and ("gemma-3-12b-it", "f16", True) in checked
+    assert {"q8_0", "f16"} <= {kv for _, kv, _ in checked}
+
+
 def test_rows_measured_on_this_gpu_are_found_when_planning_here(profiles):
     """NVML calls the card 'NVIDIA H200'; the shipped profile is 'H200 SXM': one key for both."""
     from recommender.recommend import hardware_key
