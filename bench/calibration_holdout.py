@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from recommender.calibration import load_calibrator  # noqa: E402
 from recommender.catalog.build import load_models  # noqa: E402
 from recommender.catalog.store import Catalog  # noqa: E402
-from recommender.estimate import estimate  # noqa: E402
+from recommender.estimate import estimate_measured  # noqa: E402
 from recommender.hardware import load_profiles, match_profile  # noqa: E402
 from recommender.paths import SHIPPED_CATALOG, SOURCES_DIR  # noqa: E402
 from recommender.recommend import hardware_key  # noqa: E402
@@ -47,8 +47,7 @@ def main() -> None:
         if m.status != "ok" or prof is None or m.model_id not in specs:
             continue
         spec, key = specs[m.model_id], hardware_key(prof.name, profiles)
-        est = estimate(spec, m.quant, m.engine, prof, context_tokens=m.context_tokens, batch=m.batch,
-                       prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
+        est = estimate_measured(spec, m, prof)
         pred = cal.apply(est, spec, prof, key) if cal.has(m.engine, key) else est
         row = {"model": m.model_id, "quant": m.quant, "context_tokens": m.context_tokens, "batch": m.batch,
                "seen_in_fit": m.model_id in fitted_on}

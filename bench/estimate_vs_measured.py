@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from recommender.catalog.build import load_measurements, load_models  # noqa: E402
-from recommender.estimate import estimate  # noqa: E402
+from recommender.estimate import estimate_measured  # noqa: E402
 from recommender.hardware import load_profiles, match_profile  # noqa: E402
 from recommender.paths import SOURCES_DIR  # noqa: E402
 
@@ -37,8 +37,7 @@ def main() -> None:
             continue
         if spec.num_swa_layers and m.raw.get("engine", {}).get("details", {}).get("swa_full"):
             continue  # full-size sliding-window caches: not the configuration the estimate models
-        e = estimate(spec, m.quant, m.engine, prof, context_tokens=m.context_tokens, batch=m.batch,
-                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
+        e = estimate_measured(spec, m, prof)
         g = groups.setdefault((prof.name, m.engine), {"vram": [], "tpot": [], "ttft": []})
         for key, est, meas in (("vram", e.total_vram_bytes, m.peak_vram_bytes), ("tpot", e.tpot_ms, m.tpot_ms),
                                ("ttft", e.ttft_ms, m.ttft_ms)):

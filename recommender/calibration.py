@@ -36,7 +36,7 @@ from typing import Iterable, Literal, Optional
 
 from pydantic import Field
 
-from .estimate import Estimate, estimate, kv_cache_bytes
+from .estimate import Estimate, estimate, estimate_measured, kv_cache_bytes
 from .types import HardwareProfile, Measurement, ModelSpec, Strict
 
 CALIBRATION_VERSION = "cal-v1"
@@ -185,8 +185,7 @@ def training_rows(measurements: Iterable[Measurement], specs: dict[str, ModelSpe
             continue
         hw = row_profile(m, profiles)
         try:
-            est = estimate(spec, m.quant, m.engine, hw, context_tokens=m.context_tokens, batch=m.batch,
-                           prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
+            est = estimate_measured(spec, m, hw)
         except (KeyError, ValueError):
             continue
         key = hardware_key(m.hardware_name, profiles)

@@ -126,6 +126,11 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
     return int(round(per_layer * spec.num_layers))
 
 
+def _round_up(n: int, multiple: int) -> int:
+    """n rounded up to a multiple (ggml's GGML_PAD)."""
+    return -(-n // multiple) * multiple
+
+
 def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str = "llama.cpp",
                    kv_dtype: str = "f16") -> int:
     """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
@@ -134,11 +139,11 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
     swa_tokens = min(ctx, spec.sliding_window or ctx)
     if engine == "llama.cpp":
         pad = int(C.LLAMA_CPP_CTX_PAD.value)
-        ctx = -(-ctx // pad) * pad
+        ctx = _round_up(ctx, pad)
         if spec.num_swa_layers and spec.sliding_window:
             # llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp): size_swa = GGML_PAD(min(size_base, n_swa + n_ubatch),
             # 256) cells per sequence stream (kv_unified off, the default): the window plus one micro-batch
-            swa_tokens = min(ctx, -(-(spec.sliding_window + int(C.LLAMA_CPP_N_UBATCH.value)) // pad) * pad)
+            swa_tokens = min(ctx, _round_up(spec.sliding_window + int(C.LLAMA_CPP_N_UBATCH.value), pad))
     full_layers = spec.num_layers - spec.num_swa_layers
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
     return int(round(per_layer_token * tokens * batch))
@@ -384,6 +389,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         throughput_tokens_per_s=thr, decode_bytes_per_step=step_bytes, decode_kv_bytes_per_step=int(kv_read * gpu_frac),
         host_bytes_per_step=host_step, prefill_flops=pre_flops, prefill_attention_flops=pre_attn,
         bandwidth_utilization=util, provenance=prov, basis=basis, notes=notes)
+
+
+def estimate_measured(spec: ModelSpec, m: Measurement, hw: HardwareProfile) -> Estimate:
+    """The estimate of exactly the configuration a measured row ran (engine, quant, context, batch, prompt, output,
+    KV dtype), on profile ``hw``: what calibration fits on and what the error reports compare with."""
+    return estimate(spec, m.quant, m.engine, hw, context_tokens=m.context_tokens, batch=m.batch,
+                    prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
 
 
 def overlay_measurement(est: Estimate, m: Measurement) -> Estimate:
