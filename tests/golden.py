@@ -61,7 +61,8 @@ TERMS = ("weights_gpu_bytes", "host_weights_bytes", "kv_bytes_per_token", "compu
 
 def _flat_figures(c: dict) -> dict:
     """The figures of a candidate in the flat layout of schema 0 (before records carried Figures)."""
-    figs = {n: {"value": c[n], "provenance": c["provenance"][n], "interval": c.get("intervals", {}).get(n)}
+    figs = {n: {"value": c[n], "provenance": c["provenance"][n],  # an interval belongs to a calibrated figure
+                "interval": c.get("intervals", {}).get(n) if c["provenance"][n] == "calibrated" else None}
             for n in PERF_FIGURES}
     for k, n in QUALITY_FIGURES.items():
         if "quality" in c:
