@@ -22,20 +22,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recommender.accuracy import items as I  # noqa: E402
-from recommender.accuracy import stats as S  # noqa: E402
+
+from recommender.probes.accuracy import items as I, stats as S
 
 
 def full_records(model: Path, shots: int, cache: Path) -> tuple[list[dict], dict]:
     if cache.is_file():
         d = json.loads(cache.read_text())
         return d["records"], d["meta"]
-    from evaluators.accuracy_worker import AccuracyJob  # noqa: PLC0415
-    from recommender.accuracy.probe import run_job  # noqa: PLC0415
+    from evaluators.accuracy_job import AccuracyJob
+    from recommender.probes.accuracy.probe import run_job
 
     path, entry = I.items_path("ceval", "full")
     t0 = time.perf_counter()
-    res = run_job(AccuracyJob(engine="llama.cpp", model_path=str(model), tasks={"ceval": str(path)}, shots=shots),
+    res = run_job(AccuracyJob(engine="llama.cpp", model_path=str(model), tasks={"ceval": str(path)}, shots=shots,
+                              fewshot_files={"ceval": str(I.dev_path("ceval"))} if shots else {}),
                   timeout_s=6 * 3600)
     if res.status != "ok":
         sys.exit(f"full run failed: {res.failure_reason}")
@@ -56,7 +57,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     if a.model is None:
-        from recommender.local_models import smollm2_gguf  # noqa: PLC0415
+        from recommender.probes.local_models import smollm2_gguf
 
         a.model = smollm2_gguf()
     cache = a.cache or I.cache_dir() / f"bench-ceval-full-{a.model.name}-{a.shots}shot.json"

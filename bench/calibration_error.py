@@ -22,10 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recommender.calibration import group_rows, lomo_errors, one_probe_errors, training_rows  # noqa: E402
-from recommender.catalog.build import load_measurements, load_models  # noqa: E402
-from recommender.hardware import load_profiles  # noqa: E402
-from recommender.paths import SOURCES_DIR  # noqa: E402
+
+from recommender.core.paths import SOURCES_DIR
+from recommender.hardware.profiles import load_profiles
+from recommender.predict.fit import group_rows, lomo_errors, one_probe_errors, training_rows
+from recommender.catalog.build import load_measurements, load_models
 
 LABEL = {"tpot_ms": "decode tok/s", "ttft_ms": "TTFT", "total_vram_bytes": "peak VRAM"}  # TPOT: see report()
 

@@ -17,14 +17,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recommender.calibration import load_calibrator  # noqa: E402
-from recommender.catalog.build import load_models  # noqa: E402
-from recommender.catalog.store import Catalog  # noqa: E402
-from recommender.estimate import estimate_measured  # noqa: E402
-from recommender.hardware import load_profiles, match_profile  # noqa: E402
-from recommender.paths import SHIPPED_CATALOG, SOURCES_DIR  # noqa: E402
-from recommender.recommend import hardware_key  # noqa: E402
-from recommender.types import Measurement  # noqa: E402
+
+from recommender.core.paths import SHIPPED_CATALOG, SOURCES_DIR
+from recommender.core.records import Measurement
+from recommender.hardware.profiles import hardware_key, load_profiles, match_profile
+from recommender.predict.predictor import Predictor
+from recommender.predict.calibrated import load_calibrator
+from recommender.catalog.build import load_models
+from recommender.catalog.store import Catalog
 
 METRICS = (("total_vram_bytes", "peak_vram_bytes"), ("tpot_ms", "tpot_ms"), ("ttft_ms", "ttft_ms"))
 
@@ -47,8 +47,7 @@ def main() -> None:
         if m.status != "ok" or prof is None or m.model_id not in specs:
             continue
         spec, key = specs[m.model_id], hardware_key(prof.name, profiles)
-        est = estimate_measured(spec, m, prof)
-        pred = cal.apply(est, spec, prof, key) if cal.has(m.engine, key) else est
+        pred = Predictor(prof, hw_key=key, calibrator=cal).for_measurement(spec, m)
         row = {"model": m.model_id, "quant": m.quant, "context_tokens": m.context_tokens, "batch": m.batch,
                "seen_in_fit": m.model_id in fitted_on}
         for field, measured_field in METRICS:

@@ -17,10 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recommender.catalog.build import load_measurements, load_models  # noqa: E402
-from recommender.estimate import estimate_measured  # noqa: E402
-from recommender.hardware import load_profiles, match_profile  # noqa: E402
-from recommender.paths import SOURCES_DIR  # noqa: E402
+
+from recommender.core.paths import SOURCES_DIR
+from recommender.hardware.profiles import load_profiles, match_profile
+from recommender.predict.predictor import Predictor
+from recommender.catalog.build import load_measurements, load_models
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
             continue
         if spec.num_swa_layers and m.raw.get("engine", {}).get("details", {}).get("swa_full"):
             continue  # full-size sliding-window caches: not the configuration the estimate models
-        e = estimate_measured(spec, m, prof)
+        e = Predictor(prof).for_measurement(spec, m)  # analytical: no calibration, not this row
         g = groups.setdefault((prof.name, m.engine), {"vram": [], "tpot": [], "ttft": []})
         for key, est, meas in (("vram", e.total_vram_bytes, m.peak_vram_bytes), ("tpot", e.tpot_ms, m.tpot_ms),
                                ("ttft", e.ttft_ms, m.ttft_ms)):

@@ -19,11 +19,17 @@ import argparse
 import json
 import statistics
 
-from recommender import constants as C
-from recommender.estimate import estimate
-from recommender.hardware import load_profiles
-from recommender.reference import predict, reference_spec, scoreboard
 
+from recommender.hardware.profiles import load_profiles
+from recommender.predict import constants as C
+from recommender.predict.predictor import Config, Predictor
+from recommender.predict.reference import predict, reference_spec, scoreboard
+
+
+
+def analytical(spec, quant: str, hw, **shape):
+    """The Predictor's analytical prediction (no calibration, no measured row: this fits the analytical constants)."""
+    return Predictor(hw).predict(spec, Config(model=spec.id, quant=quant, engine="llama.cpp", **shape))
 
 def split(rows):
     gpus = sorted({hw.name for _, hw in rows})
@@ -36,7 +42,7 @@ def fit_decode(spec, rows):
     for r, hw in rows:
         if r.test != "tg128":
             continue
-        e = estimate(spec, r.quant, "llama.cpp", hw, context_tokens=256, prompt_tokens=1, output_tokens=128)
+        e = analytical(spec, r.quant, hw, context_tokens=256, prompt_tokens=1, output_tokens=128)
         xs.append(e.decode_bytes_per_step / hw.memory_bandwidth_bytes_per_s * 1e3)  # ms at 100 % bandwidth
         ys.append(1e3 / r.tokens_per_s)  # measured ms/token
     n = len(xs)
@@ -52,8 +58,8 @@ def fit_prefill(spec, rows, peak_field):
         peak = getattr(hw, peak_field)
         if r.test != "pp512" or not peak:
             continue
-        e = estimate(spec, r.quant, "llama.cpp", hw, context_tokens=1024, prompt_tokens=512, output_tokens=1)
-        achieved = e.prefill_flops / (512 / r.tokens_per_s)
+        e = analytical(spec, r.quant, hw, context_tokens=1024, prompt_tokens=512, output_tokens=1)
+        achieved = e.terms["prefill_flops"] / (512 / r.tokens_per_s)
         mfus.append(achieved / peak)
     if not mfus:
         return None
@@ -62,18 +68,18 @@ def fit_prefill(spec, rows, peak_field):
 
 def fit_float_from_pr(spec, overhead_ms):
     """F16 efficiency from the one RTX 4090 F16 tg128 reading (PR #4766), given the fitted per-token overhead."""
-    from recommender.hardware import find_profile  # noqa: PLC0415
-    from recommender.reference import readings  # noqa: PLC0415
+    from recommender.hardware.profiles import find_profile
+    from recommender.predict.reference import readings
 
     profiles = load_profiles()
     for r in readings():
         if r.quant == "F16" and r.test == "tg128" and "4766" in r.source_url:
             hw = find_profile(r.gpu, profiles)
-            e = estimate(spec, "F16", "llama.cpp", hw, context_tokens=256, prompt_tokens=1, output_tokens=128)
+            e = analytical(spec, "F16", hw, context_tokens=256, prompt_tokens=1, output_tokens=128)
             x_ms = e.decode_bytes_per_step / hw.memory_bandwidth_bytes_per_s * 1e3
             pre = [q for q in readings() if q.quant == "F16" and q.test == "pp512" and "4766" in q.source_url][0]
-            ep = estimate(spec, "F16", "llama.cpp", hw, context_tokens=1024, prompt_tokens=512, output_tokens=1)
-            mfu = ep.prefill_flops / (512 / pre.tokens_per_s) / hw.fp16_flops_per_s
+            ep = analytical(spec, "F16", hw, context_tokens=1024, prompt_tokens=512, output_tokens=1)
+            mfu = ep.terms["prefill_flops"] / (512 / pre.tokens_per_s) / hw.fp16_flops_per_s
             return {"efficiency": x_ms / (1e3 / r.tokens_per_s - overhead_ms), "prefill_mfu": mfu, "gpu": hw.name}
     return None
 

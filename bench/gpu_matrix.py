@@ -24,13 +24,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluators.base import LoadSettings, RequestShape  # noqa: E402
-from evaluators.runner import ProbeJob, run_probe  # noqa: E402
-from recommender.catalog.build import load_models  # noqa: E402
-from recommender.fuzzy import resolve  # noqa: E402
-from recommender.hardware import probe_host  # noqa: E402
-from recommender.paths import SOURCES_DIR  # noqa: E402
-from recommender.probe import ProbeTarget, measurement_from_result  # noqa: E402
+
+from recommender.core.fuzzy import resolve
+from recommender.core.paths import SOURCES_DIR
+from evaluators.base import LoadSettings, RequestShape
+from evaluators.runner import ProbeJob, run_probe
+from recommender.hardware.host import probe_host
+from recommender.catalog.build import load_models
+from recommender.probes.perf import measurement_from_result, ProbeTarget
 
 MODELS = ["Qwen/Qwen3-0.6B", "Qwen/Qwen2.5-1.5B", "meta-llama/Llama-3.2-3B", "Qwen/Qwen2.5-7B",
           "meta-llama/Llama-3.1-8B", "google/gemma-2-9b-it", "Qwen/Qwen2.5-14B", "Qwen/Qwen3-30B-A3B",
@@ -69,10 +70,10 @@ def main() -> None:
     ap.add_argument("--kv-dtype", default="f16", help="llama.cpp KV cache dtype (f16, q8_0, q4_0)")
     args = ap.parse_args()
     shapes = [tuple(int(x) for x in s.split(":")) for s in args.shapes] if args.shapes else SHAPES
-    from evaluators.synthetic import build_synthetic_gguf  # noqa: PLC0415
+    from recommender.probes.synthetic import build_synthetic_gguf
 
     args.quants = args.quants or (QUANTS if args.engine == "llama.cpp" else ["BF16"])
-    from recommender.quant import weights_bytes  # noqa: PLC0415
+    from recommender.model.quant import weights_bytes
 
     t_start = time.perf_counter()
     specs = {m.id: m for m in load_models(SOURCES_DIR)}  # the catalog's models, straight from sources/ (no DuckDB)
@@ -91,7 +92,7 @@ def main() -> None:
                 print("time budget spent", file=sys.stderr)
                 return
             if args.engine == "transformers":  # random weights built on the GPU by the engine itself
-                from recommender.probe import synthetic_transformers_target  # noqa: PLC0415
+                from recommender.probes.perf import synthetic_transformers_target
 
                 path = None
                 target = synthetic_transformers_target(spec, quant)

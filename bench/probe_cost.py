@@ -19,17 +19,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluators.base import LoadSettings, RequestShape  # noqa: E402
-from evaluators.runner import ProbeJob, run_probe  # noqa: E402
-from recommender.local_models import smollm2_gguf  # noqa: E402
-from recommender.paths import SOURCES_DIR  # noqa: E402
+
+from recommender.core.paths import SOURCES_DIR
+from evaluators.base import LoadSettings, RequestShape
+from evaluators.runner import ProbeJob, run_probe
+from recommender.probes.local_models import smollm2_gguf
 
 SHAPE = RequestShape(prompt_tokens=128, output_tokens=32)
 CONFIG = SOURCES_DIR / "configs" / "HuggingFaceTB__SmolLM2-135M-Instruct.json"
 
 
 def hf_folder(tmp: Path) -> Path:
-    from evaluators.synthetic import build_synthetic_hf_folder  # noqa: PLC0415
+    from recommender.probes.synthetic import build_synthetic_hf_folder
 
     return build_synthetic_hf_folder(json.loads(CONFIG.read_text()), "bfloat16", tmp / "hf")
 

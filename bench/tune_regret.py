@@ -48,13 +48,13 @@ SCENARIOS = [
 def run(seeds: list[int], fraction: float) -> dict:
     from recommender.cli.common import open_catalog
     from recommender.cli.query_opts import LatencyMetricOpt, MissingOpt, QueryOptions, build_query
-    from recommender.tune import build_space, run_tune
+    from recommender.search.tune import build_space, run_tune
 
     catalog = open_catalog()
     rows = []
     for name, gpu, vram, lat, metric, wl, weights, norm, missing, models in SCENARIOS:
         q, _ = build_query(QueryOptions(vram, lat, LatencyMetricOpt(metric), wl, None, None, None, None, weights,
-                                        MissingOpt(missing), gpu, models, None, None, 10, 1, None), norm, catalog)
+                                        MissingOpt(missing), gpu, models, None, None, 10, 1, None), norm)
         for seed in seeds:
             t0 = time.perf_counter()
             size = len(build_space(catalog, q).configs())  # the trial budget is 10 % of the grid

@@ -12,40 +12,16 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
 
-from pydantic import Field
 
-from .base import _Strict
+
+from evaluators import lm_tasks as T
+from evaluators.accuracy_job import VLLM_ACCURACY_SEQS, AccuracyJob, AccuracyResult
+from evaluators.lmeval_llama import LlamaCppLM, stderr_progress
+from evaluators.runner import peak_rss_bytes
+from evaluators.vllm_engine import _has_cuda
 
 PPL_WINDOW = 512  # tokens per perplexity window (llama.cpp's `perplexity` default context)
-VLLM_ACCURACY_SEQS = 4  # sequences vLLM scores at once (the 4 options of a multiple-choice item)
-GIB = 1024**3
-
-
-class AccuracyJob(_Strict):
-    engine: str  # llama.cpp | hf | vllm
-    model_path: str
-    tasks: dict[str, str] = Field(default_factory=dict)  # task -> item file
-    shots: int = 0
-    n_ctx: int = 4096
-    threads: Optional[int] = None
-    gpu_layers: int = -1
-    dtype: str = "auto"
-    device: Optional[str] = None  # hf backend: None = the GPU when torch sees one, else the CPU
-    trust_remote_code: bool = False
-    ppl_texts: dict[str, str] = Field(default_factory=dict)  # language -> text file
-    kl_reference: Optional[str] = None  # a GGUF of the same model (llama.cpp only)
-
-
-class AccuracyResult(_Strict):
-    status: str
-    failure_reason: Optional[str] = None
-    engine: dict[str, Any] = Field(default_factory=dict)
-    records: dict[str, list[dict]] = Field(default_factory=dict)
-    ppl: dict[str, dict] = Field(default_factory=dict)  # language -> tokens, bytes, nll_nats (+ kl)
-    wall_s: float = 0.0
-    peak_rss_bytes: Optional[int] = None
 
 
 def log(msg: str) -> None:
@@ -56,7 +32,6 @@ def log(msg: str) -> None:
 def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
     """(lm-eval LM, engine info dict)."""
     if job.engine == "llama.cpp":
-        from .lmeval_llama import LlamaCppLM  # noqa: PLC0415
 
         lm = LlamaCppLM(job.model_path, n_ctx=n_ctx, threads=job.threads, gpu_layers=job.gpu_layers,
                         progress=progress)
@@ -66,7 +41,6 @@ def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
     if job.engine == "hf":
         from lm_eval.models.huggingface import HFLM  # noqa: PLC0415
 
-        from .vllm_engine import _has_cuda  # noqa: PLC0415
 
         device = job.device or ("cuda" if _has_cuda() else "cpu")
         lm = HFLM(pretrained=job.model_path, device=device, dtype=job.dtype, max_length=n_ctx, batch_size=1,
@@ -79,9 +53,10 @@ def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
         _vllm_distribution_shim()
         from lm_eval.models.vllm_causallms import VLLM  # noqa: PLC0415
 
-        from .vllm_engine import _has_cuda  # noqa: PLC0415
 
-        kv = _vllm_kv_cache_bytes(job.model_path, n_ctx)
+        if not job.vllm_kv_cache_bytes:
+            raise ValueError("a vLLM accuracy job needs vllm_kv_cache_bytes (sized by the parent)")
+        kv = job.vllm_kv_cache_bytes
         lm = VLLM(pretrained=job.model_path, dtype=job.dtype, max_length=n_ctx, batch_size=VLLM_ACCURACY_SEQS,
                   max_num_seqs=VLLM_ACCURACY_SEQS, kv_cache_memory_bytes=kv,
                   enforce_eager=not _has_cuda(),  # on a CPU, skip torch.compile
@@ -92,22 +67,6 @@ def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
                     "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype, "kv_cache_memory_bytes": kv,
                                 "max_num_seqs": VLLM_ACCURACY_SEQS}}
     raise ValueError(f"unknown engine {job.engine}")
-
-
-def _vllm_kv_cache_bytes(folder: str, n_ctx: int) -> int:
-    """The KV cache vLLM needs here: VLLM_ACCURACY_SEQS sequences of n_ctx tokens (bf16, the model's own layout, as
-    recommender.estimate computes it), rounded up to whole GiB. Without an explicit size vLLM reserves a share of
-    all memory up front (gpu_memory_utilization; on a CPU, of RAM), which fails on a busy or small machine."""
-    import json  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    from recommender.arch import spec_from_config  # noqa: PLC0415
-    from recommender.estimate import kv_cache_bytes  # noqa: PLC0415
-
-    config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-    need = kv_cache_bytes(spec_from_config(config, model_id="local", source=folder), n_ctx, VLLM_ACCURACY_SEQS,
-                          "vllm", "bf16")
-    return -(-need // GIB) * GIB
 
 
 def _vllm_distribution_shim() -> None:
@@ -165,17 +124,14 @@ def kl_divergence(ref, lm, text: str) -> dict:
 
 
 def execute(job: AccuracyJob) -> AccuracyResult:
-    from .lmeval_llama import stderr_progress  # noqa: PLC0415
-    from .runner import peak_rss_bytes  # noqa: PLC0415
 
     res = AccuracyResult(status="ok")
     if job.tasks:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from recommender.accuracy import tasks as T  # noqa: PLC0415
-
         T.offline_env()
         lm, res.engine = make_lm(job, job.n_ctx, progress=stderr_progress(f"{Path(job.model_path).name}"))
-        configs = {t: T.task_config(t, Path(f), job.shots) for t, f in job.tasks.items()}
+        configs = {t: T.task_config(t, Path(f), job.shots,
+                                    Path(job.fewshot_files[t]) if t in job.fewshot_files else None)
+                   for t, f in job.tasks.items()}
         what = ", ".join(f"{t} ({Path(f).read_text(encoding='utf-8').count(chr(10))} items)"
                          for t, f in job.tasks.items())
         log(f"scoring {what}, {job.shots}-shot, on {res.engine.get('name')}")
@@ -200,7 +156,6 @@ def execute(job: AccuracyJob) -> AccuracyResult:
         if job.kl_reference:
             if job.engine != "llama.cpp":
                 raise ValueError("KL-divergence against a reference is implemented for llama.cpp (GGUF) only")
-            from .lmeval_llama import LlamaCppLM  # noqa: PLC0415
 
             ref = LlamaCppLM(job.kl_reference, n_ctx=PPL_WINDOW, threads=job.threads, gpu_layers=job.gpu_layers)
         for lang, f in job.ppl_texts.items():

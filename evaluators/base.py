@@ -21,8 +21,9 @@ from typing import Any, Optional, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recommender.errors import UserError
-from recommender.engines import resolve_engine
+
+from recommender.core.engines import resolve_engine
+from recommender.core.errors import UserError
 
 
 class _Strict(BaseModel):

@@ -15,7 +15,8 @@ import random
 import re
 import time
 
-from .base import EngineInfo, LoadSettings, RequestShape, RunTiming
+
+from evaluators.base import EngineInfo, LoadSettings, RequestShape, RunTiming
 
 # ggml_type ids for the KV cache (ggml.h: GGML_TYPE_F16 = 1, GGML_TYPE_Q4_0 = 2, GGML_TYPE_Q8_0 = 8)
 KV_TYPES = {"f16": 1, "q4_0": 2, "q8_0": 8}

@@ -28,8 +28,10 @@ from typing import Callable, Optional
 import numpy as np
 from lm_eval.api.model import TemplateLM
 
-from .base import LoadSettings
-from .llama_cpp import LlamaCppEngine, N_BATCH
+
+from recommender.core.gguf_header import read_header
+from evaluators.base import LoadSettings
+from evaluators.llama_cpp import LlamaCppEngine, N_BATCH
 
 DEFAULT_N_CTX = 4096  # tokens; capped by the model's training context
 
@@ -73,7 +75,6 @@ class LlamaCppLM(TemplateLM):
     def _n_ctx_train(self, path: str) -> Optional[int]:
         """``<arch>.context_length`` of the GGUF header (recommender.gguf_header: milliseconds, where gguf-py's
         GGUFReader spends seconds building the vocabulary), or None."""
-        from recommender.gguf_header import read_header  # noqa: PLC0415
 
         try:
             header = read_header(path)

@@ -17,8 +17,17 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from .base import (DRIFT_THRESHOLD, LoadSettings, RequestShape, _Strict, drift, get_engine, median_spread,
-                   repeat_metrics)
+
+from evaluators.base import (
+    _Strict,
+    drift,
+    DRIFT_THRESHOLD,
+    get_engine,
+    LoadSettings,
+    median_spread,
+    repeat_metrics,
+    RequestShape,
+)
 
 NVML_SAMPLE_S = 0.01  # memory sampling period (10 ms)
 STDERR_TAIL_CHARS = 2000

@@ -15,7 +15,9 @@ from __future__ import annotations
 import gc
 import time
 
-from .base import EngineInfo, LoadSettings, RequestShape, RunTiming
+
+from evaluators.base import EngineInfo, LoadSettings, RequestShape, RunTiming
+from evaluators.hf_config import hf_config_object
 
 DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "f16": "float16", "float16": "float16", "f32": "float32"}
 
@@ -43,7 +45,6 @@ class TransformersEngine:
             torch.set_num_threads(s.threads)
         trust = bool(s.extra.get("trust_remote_code", False))
         if s.model_path.startswith("synthetic:"):
-            from .synthetic import hf_config_object  # noqa: PLC0415
 
             cfg = hf_config_object(s.extra["hf_config"])
             torch.manual_seed(0)

@@ -17,7 +17,8 @@ import os
 import random
 import time
 
-from .base import EngineInfo, LoadSettings, RequestShape, RunTiming
+
+from evaluators.base import EngineInfo, LoadSettings, RequestShape, RunTiming
 
 BYTES_PER_GIB = 1024**3
 KV_HEADROOM = 1.25  # room above the computed cache for block rounding and the scheduler's watermark

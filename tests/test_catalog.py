@@ -7,11 +7,12 @@ import pytest
 from conftest import assert_user_error, sha256
 from gguf_helpers import TINY, write_gguf
 
-from recommender.arch import spec_from_config
+
+from recommender.core.paths import SHIPPED_CATALOG, SOURCES_DIR
+from recommender.core.records import Variant
+from recommender.model.arch import spec_from_config
 from recommender.catalog.build import build_catalog, sources_digest
 from recommender.catalog.store import Catalog, CatalogWriter
-from recommender.paths import SHIPPED_CATALOG, SOURCES_DIR
-from recommender.types import Variant
 
 
 def _rows(path, sql):
@@ -92,7 +93,7 @@ def test_add_gguf_reads_header_sizes(cli, tmp_path):
     assert r.code == 0, r.err
     shown = cli("catalog", "show", "test/tiny-gguf", "--json").json()
     q8 = next(v for v in shown["variants"] if v["quant"] == "Q8_0")
-    from recommender.arch import read_gguf_header
+    from recommender.model.arch import read_gguf_header
 
     assert q8["weights_bytes_provenance"] == "measured"
     assert q8["weights_bytes"] == read_gguf_header(path).tensor_data_bytes
@@ -197,7 +198,7 @@ def test_failed_write_leaves_no_half_written_rows(tmp_path):
 
 _WARM_RUN = """
 import sys
-from recommender.cli import recommend_main
+from recommender.cli.recommend_cmd import main as recommend_main
 sys.argv = ["recommend", "--vram", "24", "--json"]
 try:
     recommend_main()

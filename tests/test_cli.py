@@ -20,20 +20,21 @@ def test_readme_command_json(cli):
     scores = [c["score"] for c in cands]
     assert scores == sorted(scores)
     for c in cands:
-        assert c["total_vram_bytes"] <= 24 * GIB
-        assert c["ttft_ms"] is not None and c["ttft_ms"] <= 800
+        assert c["figures"]["total_vram_bytes"]["value"] <= 24 * GIB
+        assert c["figures"]["ttft_ms"]["value"] is not None and c["figures"]["ttft_ms"]["value"] <= 800
         for field in ("weights_bytes", "kv_cache_bytes", "total_vram_bytes", "ttft_ms", "tpot_ms",
                       "decode_tokens_per_s"):
-            assert c["provenance"][field] in PROVENANCES - {"unknown"}, field
-        for q in ("zh", "en", "ppl"):
-            m = c["quality"][q]
+            f = c["figures"][field]
+            assert f["provenance"] in PROVENANCES - {"unknown"} and f["unit"], field
+        for q in ("zh_accuracy", "en_accuracy", "ppl_ratio"):
+            m = c["figures"][q]
             assert m["provenance"] in PROVENANCES and m["basis"]
             assert (m["value"] is None) == (m["provenance"] == "unknown")
         assert c["basis"]["formula"] and c["excluded"] == []
-        for f in ("model", "quant", "engine", "context_tokens", "batch", "weights_bytes", "kv_bytes_per_token",
-                  "kv_cache_bytes", "overhead_bytes", "total_vram_bytes", "ttft_ms", "tpot_ms",
-                  "decode_tokens_per_s", "provenance", "basis", "score"):
+        for f in ("model", "quant", "engine", "context_tokens", "batch", "figures", "terms", "basis", "score"):
             assert f in c
+        assert "kv_bytes_per_token" in c["terms"]
+    assert data["schema_version"] == 1
 
 
 def test_readme_command_table(cli):
@@ -53,9 +54,9 @@ def test_recommender_recommend_subcommand_and_weights(cli):
     base = cli("recommend", "--vram", "24", "--max-latency", "800ms", "--json").json()["candidates"][0]
     zh_only = cli("recommend", "--vram", "24", "--max-latency", "800ms", "--weights",
                   "latency=0,vram=0,ppl=0,zh=1", "--json").json()["candidates"]
-    best_zh = max(c["zh_accuracy"] or 0 for c in zh_only)
-    assert zh_only[0]["zh_accuracy"] == best_zh
-    assert zh_only[0]["model"] != base["model"] or base["zh_accuracy"] == best_zh
+    best_zh = max(c["figures"]["zh_accuracy"]["value"] or 0 for c in zh_only)
+    assert zh_only[0]["figures"]["zh_accuracy"]["value"] == best_zh
+    assert zh_only[0]["model"] != base["model"] or base["figures"]["zh_accuracy"]["value"] == best_zh
 
 
 def test_tighter_limits_exclude_and_explain(cli):
@@ -63,7 +64,7 @@ def test_tighter_limits_exclude_and_explain(cli):
     assert r.code == 0, r.err
     assert "excluded" in r.err and "GiB" in r.err
     data = cli("--vram", "8", "--max-latency", "100ms", "--json", prog="recommend").json()
-    assert all(c["total_vram_bytes"] <= 8 * GIB and c["ttft_ms"] <= 100 for c in data["candidates"])
+    assert all(c["figures"]["total_vram_bytes"]["value"] <= 8 * GIB and c["figures"]["ttft_ms"]["value"] <= 100 for c in data["candidates"])
     assert data["excluded"] and all(e["excluded"] for e in data["excluded"])
 
 
@@ -106,11 +107,11 @@ def test_estimate_json_fields_and_anchor(cli):
     r = cli("estimate", "qwen2.5-7b", "--quant", "q4_k_m", "--gpu", "RTX 4090", "--context", "4096", "--json")
     assert r.code == 0, r.err
     e = r.json()
-    assert e["weights_bytes"] == pytest.approx(4_682_433_632, rel=0.03)
-    assert e["kv_bytes_per_token"] == 57_344
-    assert e["kv_cache_bytes"] == 57_344 * 4096
-    assert e["total_vram_bytes"] > e["weights_bytes"] - e["host_weights_bytes"] + e["kv_cache_bytes"]
-    assert e["provenance"]["total_vram_bytes"] == "estimated" and "formula" in e["basis"]
+    assert e["figures"]["weights_bytes"]["value"] == pytest.approx(4_682_433_632, rel=0.03)
+    assert e["terms"]["kv_bytes_per_token"] == 57_344
+    assert e["figures"]["kv_cache_bytes"]["value"] == 57_344 * 4096
+    assert e["figures"]["total_vram_bytes"]["value"] > e["figures"]["weights_bytes"]["value"] - e["terms"]["host_weights_bytes"] + e["figures"]["kv_cache_bytes"]["value"]
+    assert e["figures"]["total_vram_bytes"]["provenance"] == "estimated" and "formula" in e["basis"]
 
 
 def test_estimate_errors(cli):
@@ -154,10 +155,10 @@ def test_measured_rows_replace_estimates_and_say_so(cli):
     r = cli("estimate", "qwen2.5-7b", "--quant", "Q4_K_M", "--gpu", "H200", "--context", "4096",
             "--prompt-tokens", "512", "--output-tokens", "64", "--json")
     e = r.json()
-    assert e["provenance"]["tpot_ms"] == "measured" and e["provenance"]["total_vram_bytes"] == "measured"
+    assert e["figures"]["tpot_ms"]["provenance"] == "measured" and e["figures"]["total_vram_bytes"]["provenance"] == "measured"
     assert "NVIDIA H200" in e["basis"]["measured"] and "synthetic" in e["basis"]["measured"]
     other = cli("estimate", "qwen2.5-7b", "--quant", "Q4_K_M", "--gpu", "H200", "--context", "4096",
                 "--prompt-tokens", "1024", "--output-tokens", "64", "--json").json()
     # measured with a 512-token prompt: not reused; the H200's calibrated prefill model answers instead
-    assert other["provenance"]["ttft_ms"] == "calibrated"
-    assert other["provenance"]["tpot_ms"] == "measured"
+    assert other["figures"]["ttft_ms"]["provenance"] == "calibrated"
+    assert other["figures"]["tpot_ms"]["provenance"] == "measured"

@@ -8,8 +8,9 @@ import os
 import pytest
 from conftest import smollm2_gguf_or_skip
 
-from evaluators.base import LoadSettings, RequestShape, get_engine, repeat_metrics
-from recommender.paths import SOURCES_DIR
+
+from recommender.core.paths import SOURCES_DIR
+from evaluators.base import get_engine, LoadSettings, repeat_metrics, RequestShape
 
 SMOLLM2_CONFIG = SOURCES_DIR / "configs" / "HuggingFaceTB__SmolLM2-135M-Instruct.json"
 
@@ -17,7 +18,7 @@ SMOLLM2_CONFIG = SOURCES_DIR / "configs" / "HuggingFaceTB__SmolLM2-135M-Instruct
 def _tiny_hf_folder(tmp_path_factory):
     """A 2-layer model with SmolLM2's widths, saved as safetensors (what a user's HF folder holds)."""
     pytest.importorskip("transformers")
-    from evaluators.synthetic import build_synthetic_hf_folder
+    from recommender.probes.synthetic import build_synthetic_hf_folder
 
     cfg = json.loads(SMOLLM2_CONFIG.read_text()) | {"num_hidden_layers": 2}
     return build_synthetic_hf_folder(cfg, "bfloat16", tmp_path_factory.mktemp("tiny") / "hf")

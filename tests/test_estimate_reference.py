@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from recommender.arch import spec_from_config
-from recommender.estimate import estimate, kv_bytes_per_token, kv_cache_bytes
-from recommender.hardware import find_profile, load_profiles
-from recommender.paths import SOURCES_DIR
-from recommender.reference import predict, reference_spec, scoreboard
+
+from recommender.core.paths import SOURCES_DIR
+from recommender.model.arch import spec_from_config
+from recommender.hardware.profiles import find_profile, load_profiles
+from recommender.predict.analytical import estimate, kv_bytes_per_token, kv_cache_bytes
+from recommender.predict.predictor import Config, Predictor
+from recommender.predict.reference import predict, reference_spec, scoreboard
 
 DATA = Path(__file__).parent / "data"
 
@@ -92,10 +94,15 @@ def test_prefill_on_rtx_4090_published(profiles):
 def test_what_a_user_sees_moves_the_right_way(profiles):
     spec = cfg_spec("Qwen/Qwen2.5-7B")
     hw = find_profile("RTX 4090", profiles)
-    base = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=4096, prompt_tokens=1024)
-    longer = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=32768, prompt_tokens=30000)
-    batched = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=4096, batch=8, prompt_tokens=1024)
-    f16 = estimate(spec, "F16", "llama.cpp", hw, context_tokens=4096, prompt_tokens=1024)
+    p = Predictor(hw)
+
+    def shown(quant, **shape):  # what a user sees: the Predictor's figures (here analytical: no measured rows)
+        return p.predict(spec, Config(model=spec.id, quant=quant, engine="llama.cpp", **shape))
+
+    base = shown("Q4_K_M", context_tokens=4096, prompt_tokens=1024)
+    longer = shown("Q4_K_M", context_tokens=32768, prompt_tokens=30000)
+    batched = shown("Q4_K_M", context_tokens=4096, batch=8, prompt_tokens=1024)
+    f16 = shown("F16", context_tokens=4096, prompt_tokens=1024)
     assert longer.ttft_ms > 10 * base.ttft_ms and longer.kv_cache_bytes == 8 * base.kv_cache_bytes
     assert batched.throughput_tokens_per_s > 4 * base.throughput_tokens_per_s  # decode is bandwidth-bound
     assert batched.tpot_ms > base.tpot_ms
@@ -125,8 +132,8 @@ def test_unknown_peak_gives_unknown_ttft_not_zero(profiles):
     spec = cfg_spec("Qwen/Qwen2.5-7B")
     hw = find_profile("RTX 4080", profiles)  # no sourced FP16/INT8 figure in its profile
     assert hw.fp16_flops_per_s is None
-    e = estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=4096)
-    assert e.ttft_ms is None and e.provenance["ttft_ms"] == "unknown"
+    e = Predictor(hw).predict(spec, Config(model=spec.id, quant="Q4_K_M", engine="llama.cpp", context_tokens=4096))
+    assert e.ttft_ms is None and e.provenance["ttft_ms"] == "unknown" and e.e2e_ms is None
     assert e.tpot_ms is not None and e.provenance["tpot_ms"] == "estimated"
 
 
@@ -191,6 +198,32 @@ def test_kv_cache_equals_the_buffer_llama_cpp_allocated():
 
 def test_rows_measured_on_this_gpu_are_found_when_planning_here(profiles):
     """NVML calls the card 'NVIDIA H200'; the shipped profile is 'H200 SXM': one key for both."""
-    from recommender.recommend import hardware_key
+    from recommender.hardware.profiles import hardware_key
 
     assert hardware_key("NVIDIA H200", profiles) == hardware_key(find_profile("H200", profiles).name, profiles)
+
+
+def test_a_measured_row_is_predicted_with_its_own_kv_dtype(profiles):
+    """Predictor.for_measurement (calibration fitting, the error benches, the probe's bandwidth share) predicts the
+    configuration a row ran, its KV cache dtype included: on every shipped q8_0-cache H200 row the cache it predicts
+    is the one llama.cpp reported allocating (an f16 cache would be 1.9x), and `catalog measurements`' bandwidth
+    share counts the q8_0 bytes the decode actually read."""
+    from recommender.catalog.build import load_models
+    from recommender.probes.perf import bandwidth_share
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    hw = find_profile("H200", profiles)
+    checked = 0
+    for m in _h200_rows():
+        reported = (m.raw["engine"]["details"].get("reported_buffers_mib") or {}).get("CUDA0 KV")
+        if m.kv_dtype != "q8_0" or reported is None:
+            continue
+        spec = specs[m.model_id]
+        p = Predictor(hw).for_measurement(spec, m)
+        assert p.kv_dtype == "q8_0" and p.kv_cache_bytes / 2**20 == pytest.approx(reported, abs=0.01)
+        f16 = Predictor(hw).for_measurement(spec, m.model_copy(update={"kv_dtype": "f16"}))
+        assert bandwidth_share(m, spec, hw) == pytest.approx(
+            p.decode_bytes_per_step * m.decode_tokens_per_s / hw.memory_bandwidth_bytes_per_s)
+        assert p.decode_bytes_per_step < f16.decode_bytes_per_step
+        checked += 1
+    assert checked >= 2

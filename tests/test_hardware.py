@@ -8,18 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from recommender import hardware
-from recommender.errors import UserError
-from recommender.hardware import (
-    GpuInfo,
-    find_profile,
-    load_profiles,
-    memory_bandwidth_from_clock,
-    override_memory,
-    probe_host,
-    profile_from_gpu,
-)
-from recommender.types import HardwareProfile
+
+from recommender.core.errors import UserError
+from recommender.core.records import HardwareProfile
+from recommender.hardware import host as hardware
+from recommender.hardware.host import GpuInfo, memory_bandwidth_from_clock, probe_host
+from recommender.hardware.profiles import find_profile, load_profiles, override_memory, profile_from_gpu
 
 MIB = 1024**2
 GIB = 1024**3

@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 from conftest import assert_user_error, smollm2_gguf_or_skip
 
-from evaluators.base import ENGINES, LoadSettings, RequestShape, RunTiming, get_engine, repeat_metrics
+
+from recommender.core.paths import SOURCES_DIR
+from evaluators.base import ENGINES, get_engine, LoadSettings, repeat_metrics, RequestShape, RunTiming
 from evaluators.runner import ProbeJob, run_probe
-from recommender.paths import SOURCES_DIR
 
 TESTS = Path(__file__).parent
 FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])}
@@ -128,9 +129,9 @@ def test_synthetic_llama_cpp_probe_of_a_catalog_architecture(cli, tmp_path):
     assert r.code == 0, r.err
     m = r.json()
     assert m["status"] == "ok" and m["synthetic"] is True and m["model_id"] == "Qwen/Qwen3-0.6B"
-    from recommender.arch import read_gguf_header
+    from recommender.model.arch import read_gguf_header
     from recommender.catalog.build import load_models
-    from recommender.quant import weights_bytes
+    from recommender.model.quant import weights_bytes
 
     spec = next(s for s in load_models(SOURCES_DIR) if s.id == "Qwen/Qwen3-0.6B")
     assert read_gguf_header(m["raw"]["model_file"]).tensor_data_bytes == weights_bytes(spec, "Q4_K_M")

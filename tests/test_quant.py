@@ -10,11 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from recommender.arch import spec_from_config, spec_from_gguf
-from recommender.errors import UserError
-from recommender.paths import SOURCES_DIR
-from recommender.quant import (CATALOG_QUANTS, GGML_BLOCK, QUANTS, RULES_VERSION, gguf_file_quant, gguf_tensor_types,
-                               resolve_quant, weights_breakdown, weights_bytes)
+
+from recommender.core.errors import UserError
+from recommender.core.paths import SOURCES_DIR
+from recommender.model.arch import spec_from_config, spec_from_gguf
+from recommender.model.quant import (
+    CATALOG_QUANTS,
+    GGML_BLOCK,
+    gguf_file_quant,
+    gguf_tensor_types,
+    QUANTS,
+    resolve_quant,
+    RULES_VERSION,
+    weights_breakdown,
+    weights_bytes,
+)
 
 CONFIGS = SOURCES_DIR / "configs"
 GIB = 1024**3
@@ -221,7 +231,7 @@ def test_moe_experts_in_breakdown():
 # speed and file types
 # ---------------------------------------------------------------------------------------------------------------
 def test_gguf_file_quant_names(smollm):
-    from recommender.arch import GgufFileInfo, GgufTensor  # noqa: PLC0415
+    from recommender.model.arch import GgufFileInfo, GgufTensor
 
     def info(ftype_name, tensors=()):
         return GgufFileInfo(path="x.gguf", file_bytes=0, gguf_version=3, architecture="llama", name=None,

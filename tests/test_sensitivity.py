@@ -5,11 +5,14 @@ import random
 import pytest
 
 from conftest import assert_user_error
-from recommender.hardware import load_profiles
-from recommender.recommend import Candidate, Query
-from recommender.score import DEFAULT_WEIGHTS
-from recommender.sensitivity import analyse, grid, kendall_tau_b, perturbed
-from recommender.workloads import get_workload
+
+from recommender.core.records import Figure
+from recommender.hardware.profiles import load_profiles
+from recommender.hardware.workloads import get_workload
+from recommender.rank.candidates import Candidate
+from recommender.rank.query import Query
+from recommender.score.weighted import DEFAULT_WEIGHTS
+from recommender.search.sensitivity import analyse, grid, kendall_tau_b, perturbed
 
 Q = ("--vram", "24", "--max-latency", "800ms")
 
@@ -52,9 +55,10 @@ def test_perturbation_keeps_proportions_and_sum():
 
 
 def _cand(model, latency_ms, zh):
-    return Candidate.model_construct(
-        model=model, quant="Q8_0", engine="llama.cpp", batch=1, context_tokens=4096, latency_ms=latency_ms,
-        total_vram_bytes=2 * 1024**3, ppl_ratio=1.0, zh_accuracy=zh, en_accuracy=None, excluded=[])
+    figs = {"total_vram_bytes": Figure(2 * 1024**3, "bytes", "estimated"), "ppl_ratio": Figure(1.0, "ratio", "estimated"),
+            "zh_accuracy": Figure(zh, "%", "published"), "en_accuracy": Figure(None, "%", "unknown")}
+    return Candidate.model_construct(model=model, quant="Q8_0", engine="llama.cpp", batch=1, context_tokens=4096,
+                                     latency_ms=latency_ms, figures=figs, excluded=[])
 
 
 def _query(**kw):

@@ -12,18 +12,19 @@ np = pytest.importorskip("numpy")
 gguf = pytest.importorskip("gguf")
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from evaluators.synthetic import (  # noqa: E402
-    FILE_TYPE,
+
+from recommender.model.arch import gguf_arch, read_gguf_header, spec_from_config
+from recommender.model.quant import GGML_BLOCK, gguf_tensor_types, weights_bytes
+from recommender.probes.synthetic import (
     build_synthetic_gguf,
     cached_synthetic_gguf,
+    FILE_TYPE,
     find_vocab_gguf,
     random_blocks,
     read_header,
     synthetic_file_matches,
     synthetic_path,
 )
-from recommender.arch import gguf_arch, read_gguf_header, spec_from_config  # noqa: E402
-from recommender.quant import GGML_BLOCK, gguf_tensor_types, weights_bytes  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "sources" / "configs"
 TOKENS = [1, 2, 3]
@@ -212,7 +213,7 @@ def test_same_seed_same_file_other_seed_other_weights(tmp_path):
 
 
 def test_no_partial_file_left_on_failure(tmp_path, monkeypatch):
-    import evaluators.synthetic as syn
+    from recommender.probes import synthetic as syn
 
     spec = shrunk(QWEN3_30B, layers=1, experts=4)
 
@@ -226,7 +227,7 @@ def test_no_partial_file_left_on_failure(tmp_path, monkeypatch):
 
 
 def test_not_a_gguf_quant(tmp_path):
-    from recommender.errors import UserError
+    from recommender.core.errors import UserError
 
     with pytest.raises(UserError):
         build_synthetic_gguf(shrunk(QWEN3_30B), "AWQ-4bit", tmp_path / "x.gguf")
@@ -336,7 +337,7 @@ def test_real_gguf_header_matches_gguf_reader():
     model's vocabulary size is the length of its token list."""
     from conftest import smollm2_gguf_or_skip
 
-    from recommender.arch import spec_from_gguf
+    from recommender.model.arch import spec_from_gguf
 
     path = smollm2_gguf_or_skip()
     spec, info = spec_from_gguf(path)

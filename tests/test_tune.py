@@ -92,7 +92,7 @@ def test_measure_on_cpu_with_smollm2_and_rerun_is_cached(cli, user_catalog):
     for t in probed:
         assert t["measurement_id"] and t["provenance"]["latency"] == "measured" and t["latency_ms"] > 0
     from recommender.catalog.store import Catalog
-    from recommender.paths import base_catalog_path
+    from recommender.core.paths import base_catalog_path
 
     rows = [m for m in Catalog(base_catalog_path(None), user_catalog).measurements()
             if m.raw.get("origin") == "recommender tune --measure"]
@@ -153,8 +153,8 @@ def test_partial_offload_moves_layers_to_host():
     """llama.cpp n_gpu_layers: fewer layers on the GPU -> less GPU memory, more host bytes per decode step, slower
     decode; n_layer + 1 (every block and the output layer) equals no offload."""
     from recommender.cli.common import open_catalog
-    from recommender.estimate import estimate
-    from recommender.hardware import find_profile, load_profiles
+    from recommender.predict.analytical import estimate
+    from recommender.hardware.profiles import find_profile, load_profiles
 
     spec = open_catalog().models()["Qwen/Qwen2.5-7B"]
     hw = find_profile("RTX 4090", load_profiles())
@@ -176,5 +176,5 @@ def test_estimate_gpu_layers_cli(cli):
     full = cli("estimate", "qwen2.5-7b", "--gpu", "RTX 4090", "--json").json()
     part = cli("estimate", "qwen2.5-7b", "--gpu", "RTX 4090", "--gpu-layers", "14", "--json").json()
     assert part["gpu_layers"] == 14 and "13 of 28 blocks" in part["basis"]["offload"]
-    assert part["total_vram_bytes"] < full["total_vram_bytes"] and part["tpot_ms"] > full["tpot_ms"]
+    assert part["figures"]["total_vram_bytes"]["value"] < full["figures"]["total_vram_bytes"]["value"] and part["figures"]["tpot_ms"]["value"] > full["figures"]["tpot_ms"]["value"]
     assert_user_error(cli("estimate", "qwen2.5-7b", "--quant", "AWQ-4bit", "--engine", "vllm", "--gpu-layers", "4"))

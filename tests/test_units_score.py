@@ -2,9 +2,10 @@
 
 import pytest
 
-from recommender.errors import UserError
-from recommender.score import DEFAULT_WEIGHTS, normalize, parse_weights, score_rows
-from recommender.units import GIB, parse_latency_ms, parse_memory, parse_tokens
+
+from recommender.core.errors import UserError
+from recommender.core.units import GIB, parse_latency_ms, parse_memory, parse_tokens
+from recommender.score.weighted import DEFAULT_WEIGHTS, normalize, parse_weights, score_rows
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -18,11 +18,17 @@ import os
 import tempfile
 from pathlib import Path
 
-from .. import __version__
-from ..calibration import CALIBRATION_VERSION, META_KEY
-from ..errors import UserError
-from ..types import Measurement, ModelSpec, Variant
-from .store import CatalogWriter
+
+from recommender.core.errors import UserError
+from recommender.core.records import Measurement, ModelSpec, Variant
+from recommender.model.arch import spec_from_config
+from recommender.model.quant import CATALOG_QUANTS, RULES_VERSION
+from recommender.hardware.profiles import load_profiles
+from recommender.predict.analytical import variant_bytes
+from recommender.predict.calibrated import CALIBRATION_VERSION, META_KEY
+from recommender.predict.fit import fit_catalog_rows
+from recommender.catalog.store import CatalogWriter
+from recommender import __version__
 
 SCORE_FLAGS = ("THIRD-PARTY", "SECONDARY", "INFERRED")
 
@@ -35,7 +41,6 @@ def source_files(sources: Path) -> list[Path]:
 
 
 def sources_digest(sources: Path) -> str:
-    from ..quant import RULES_VERSION  # noqa: PLC0415
 
     h = hashlib.sha256()
     h.update(f"rules={RULES_VERSION}\ncalibration={CALIBRATION_VERSION}\n".encode())
@@ -47,8 +52,6 @@ def sources_digest(sources: Path) -> str:
 
 def catalog_variants(spec: ModelSpec) -> list[Variant]:
     """Every catalog quantization of one model, sized tensor by tensor (see recommender.quant)."""
-    from ..estimate import variant_bytes  # noqa: PLC0415
-    from ..quant import CATALOG_QUANTS, RULES_VERSION  # noqa: PLC0415
 
     out = []
     for q in CATALOG_QUANTS:
@@ -61,7 +64,6 @@ def catalog_variants(spec: ModelSpec) -> list[Variant]:
 
 
 def load_models(sources: Path) -> list[ModelSpec]:
-    from ..arch import spec_from_config  # noqa: PLC0415
 
     index = sources / "configs" / "sources.csv"
     specs = []
@@ -103,8 +105,6 @@ def load_measurements(sources: Path) -> list[Measurement]:
 
 def shipped_calibration(models: list[ModelSpec], measurements: list[Measurement]):
     """The calibration fitted on the shipped measured rows (scikit-learn: the `tune` extra)."""
-    from ..calibration import fit_catalog_rows  # noqa: PLC0415
-    from ..hardware import load_profiles  # noqa: PLC0415
 
     try:
         import sklearn  # noqa: F401, PLC0415

@@ -12,9 +12,12 @@ import struct
 from pathlib import Path
 from typing import Optional
 
-from ..errors import UserError
-from ..types import ModelSpec, Variant
-from .build import catalog_variants
+
+from recommender.core.errors import UserError
+from recommender.core.records import ModelSpec, Variant
+from recommender.model.arch import spec_from_config, spec_from_gguf
+from recommender.model.quant import gguf_file_quant
+from recommender.catalog.build import catalog_variants
 
 _HF_CACHE_RE = re.compile(r"models--(?P<org>[^-][^/]*?)--(?P<name>[^/]+)$")
 
@@ -83,7 +86,6 @@ def quant_of_config(config: dict) -> str:
 
 
 def from_config(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
-    from ..arch import spec_from_config  # noqa: PLC0415
 
     path = Path(path)
     folder = path if path.is_dir() else path.parent
@@ -113,8 +115,6 @@ def from_config(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, 
 
 
 def from_gguf(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
-    from ..arch import spec_from_gguf  # noqa: PLC0415
-    from ..quant import gguf_file_quant  # noqa: PLC0415
 
     path = Path(path)
     spec, info = spec_from_gguf(path)

@@ -30,7 +30,8 @@ import zlib
 from pathlib import Path
 from typing import Optional
 
-from ..paths import cache_root
+
+from recommender.core.paths import cache_root
 
 log = logging.getLogger(__name__)
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..errors import UserError
-from ..fuzzy import resolve
-from ..types import AccuracyRow, Measurement, ModelSpec, PerplexityRow, Variant
-from .migrations import LATEST_VERSION, migrate
+
+from recommender.core.errors import UserError
+from recommender.core.fuzzy import resolve
+from recommender.core.records import ScoreRow, AccuracyRow, Measurement, ModelSpec, PerplexityRow, Variant
+from recommender.catalog.migrations import LATEST_VERSION, migrate
+from recommender.catalog.read_cache import ReadCache
 
 
 # Catalog writes made by this process (CatalogWriter commits and closes): a Catalog's read cache taken before one is
@@ -43,18 +44,6 @@ def _schema_version(con, alias: str = "") -> int:
         return con.execute(f"SELECT max(version) FROM {prefix}schema_migrations").fetchone()[0] or 0
     except Exception:  # noqa: BLE001 - any failure here means "not a catalog of ours"
         return -1
-
-
-@dataclass(frozen=True)
-class ScoreRow:
-    source_model: str
-    benchmark: str
-    shots: Optional[str]
-    score: float
-    source_url: str
-    source_note: str
-    flags: tuple[str, ...]
-    relation: str  # 'same' | 'sibling'
 
 
 _SIBLING_TOKENS = {"instruct", "chat", "it", "pt", "base"}
@@ -132,7 +121,6 @@ class Catalog:
     def _read_cache(self):
         """recommender.catalog.read_cache: rows of earlier runs on the same bytes, or None (cache off)."""
         if self._cache_writes != _WRITES:
-            from .read_cache import ReadCache  # noqa: PLC0415
 
             user = self.user_path if self.user_path and self.user_path.is_file() else None
             self._cache = ReadCache.open(self.base_path, user, LATEST_VERSION)

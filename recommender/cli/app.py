@@ -1,5 +1,5 @@
-"""The `recommender` command tree (every command group). Built on demand by recommender.cli.main, so that the
-`recommend` entry point imports only its own command (start-up time: bench/cold_start.py)."""
+"""The `recommender` command tree (every command group) and its entry point. The `recommend` entry point
+(recommender.cli.recommend_cmd:main) does not import this module (start-up time: bench/cold_start.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from typing import Optional
 
 import typer
 
-from . import catalog_cmd, probe_cmd
-from .calibrate_cmd import calibrate_command
-from .common import state
-from .estimate_cmd import estimate_command
-from .hardware_cmd import hardware_command
-from .recommend_cmd import recommend_command
-from .sensitivity_cmd import sensitivity_command
-from .tune_cmd import tune_command
+
+from recommender.cli import catalog_cmd, probe_cmd
+from recommender.cli.calibrate_cmd import calibrate_command
+from recommender.cli.common import run_app, state
+from recommender.cli.estimate_cmd import estimate_command
+from recommender.cli.hardware_cmd import hardware_command
+from recommender.cli.recommend_cmd import recommend_command
+from recommender.cli.sensitivity_cmd import sensitivity_command
+from recommender.cli.tune_cmd import tune_command
 
 app = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
                        "explained, and every number with its provenance.",
@@ -35,3 +36,7 @@ app.command("sensitivity")(sensitivity_command)
 app.command("tune")(tune_command)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(probe_cmd.app, name="probe")
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    run_app(app, argv)

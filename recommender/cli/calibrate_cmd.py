@@ -6,7 +6,19 @@ from typing import Optional
 
 import typer
 
-from .common import emit_json, info, open_catalog
+
+from recommender.core.errors import UserError
+from recommender.core.paths import user_catalog_path
+from recommender.core.units import parse_tokens
+from evaluators.base import engine_name
+from recommender.hardware.host import probe_host
+from recommender.hardware.profiles import cpu_profile, hardware_key, load_profiles, profile_from_gpu
+from recommender.predict.calibrated import CalibrationSet, META_KEY
+from recommender.predict.fit import refit_hardware
+from recommender.catalog.store import UserCatalog
+from recommender.probes.local_models import smollm2_gguf
+from recommender.probes.perf import resolve_target, run_perf_probe
+from recommender.cli.common import emit_json, info, open_catalog, stderr_console
 
 
 def calibrate_command(
@@ -25,18 +37,7 @@ def calibrate_command(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Measure this machine briefly and refit its calibration terms; `recommend`/`estimate` then show ᶜ figures."""
-    from evaluators.base import engine_name  # noqa: PLC0415
 
-    from ..calibration import META_KEY, CalibrationSet, refit_hardware  # noqa: PLC0415
-    from ..catalog.store import UserCatalog  # noqa: PLC0415
-    from ..errors import UserError  # noqa: PLC0415
-    from ..hardware import cpu_profile, load_profiles, probe_host, profile_from_gpu  # noqa: PLC0415
-    from ..local_models import smollm2_gguf  # noqa: PLC0415
-    from ..paths import user_catalog_path  # noqa: PLC0415
-    from ..probe import resolve_target, run_perf_probe  # noqa: PLC0415
-    from ..recommend import hardware_key  # noqa: PLC0415
-    from ..units import parse_tokens  # noqa: PLC0415
-    from .common import stderr_console  # noqa: PLC0415
 
     eng = engine_name(engine)
     ctx = parse_tokens(context)

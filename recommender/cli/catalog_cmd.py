@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from .common import LEGEND, emit_json, info, mark, open_catalog, stdout_console
+
+from recommender.core.errors import UserError
+from recommender.core.paths import base_catalog_path, SOURCES_DIR, user_catalog_path
+from recommender.core.units import fmt_bytes, fmt_ms
+from recommender.hardware.profiles import load_profiles, match_profile
+from recommender.catalog.build import build_catalog
+from recommender.catalog.ingest import discover, from_path
+from recommender.catalog.store import UserCatalog
+from recommender.rank.quality import QualityIndex
+from recommender.probes.perf import bandwidth_share
+from recommender.cli.common import emit_json, info, LEGEND, mark, open_catalog, state, stdout_console
 
 app = typer.Typer(help="The model catalog: shipped models plus the ones you add.", no_args_is_help=True)
 
@@ -49,8 +61,6 @@ def show(model: str = typer.Argument(..., help="HF id or a unique part of its na
     """One model: architecture, variants with their sizes, quality figures with sources."""
     from rich.table import Table  # noqa: PLC0415
 
-    from ..quality import QualityIndex  # noqa: PLC0415
-    from ..units import fmt_bytes  # noqa: PLC0415
 
     cat = open_catalog()
     spec = cat.resolve_model(model)
@@ -59,11 +69,11 @@ def show(model: str = typer.Argument(..., help="HF id or a unique part of its na
     data = {"model": spec.model_dump(mode="json"), "origin": cat.origin(spec.id),
             # per variant: measured accuracy / perplexity of that file where `probe accuracy` stored some, else the
             # model's published figures (the same precedence `recommend` uses)
-            "variants": [v.model_dump(mode="json") | {"ppl_ratio": qi.ppl_ratio(v.quant, spec.id).model_dump(),
-                                                      "quality": {"zh": qi.zh(spec.id, v.quant).model_dump(),
-                                                                  "en": qi.en(spec.id, v.quant).model_dump()}}
+            "variants": [v.model_dump(mode="json") | {"ppl_ratio": asdict(qi.ppl_ratio(v.quant, spec.id)),
+                                                      "quality": {"zh": asdict(qi.zh(spec.id, v.quant)),
+                                                                  "en": asdict(qi.en(spec.id, v.quant))}}
                          for v in variants],
-            "quality": {"zh": qi.zh(spec.id).model_dump(), "en": qi.en(spec.id).model_dump()},
+            "quality": {"zh": asdict(qi.zh(spec.id)), "en": asdict(qi.en(spec.id))},
             "published_scores": [r.__dict__ for r in cat.scores_for(spec.id)]}
     if as_json:
         emit_json(data)
@@ -99,9 +109,6 @@ def add(path: Path = typer.Argument(..., help="A config.json, an HF model folder
         model_id: Optional[str] = typer.Option(None, "--id", help="Catalog id to use (default: from the files)."),
         as_json: bool = typer.Option(False, "--json")) -> None:
     """Add (or update) one model in your own catalog overlay; the shipped catalog is never modified."""
-    from ..catalog.ingest import from_path  # noqa: PLC0415
-    from ..catalog.store import UserCatalog  # noqa: PLC0415
-    from ..paths import user_catalog_path  # noqa: PLC0415
 
     spec, variants, paths = from_path(path, model_id)  # validates before anything is written
     with UserCatalog(user_catalog_path()) as w:
@@ -119,10 +126,6 @@ def refresh(directory: Path = typer.Argument(..., help="Folder holding model fol
             skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip unreadable models instead of stopping."),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Add or update every model found under a folder, in one transaction."""
-    from ..catalog.ingest import discover, from_path  # noqa: PLC0415
-    from ..catalog.store import UserCatalog  # noqa: PLC0415
-    from ..errors import UserError  # noqa: PLC0415
-    from ..paths import user_catalog_path  # noqa: PLC0415
 
     items, skipped = [], []
     for p in discover(directory):
@@ -148,9 +151,6 @@ def refresh(directory: Path = typer.Argument(..., help="Folder holding model fol
 def build(out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the shipped file)."),
           sources: Optional[Path] = typer.Option(None, "--sources", help="Sources folder (default: sources/).")) -> None:
     """Rebuild the catalog (default: the --catalog file, else the shipped catalog.duckdb) from sources/."""
-    from ..catalog.build import build_catalog  # noqa: PLC0415
-    from ..paths import SOURCES_DIR, base_catalog_path  # noqa: PLC0415
-    from .common import state  # noqa: PLC0415
 
     counts = build_catalog(out or base_catalog_path(state.catalog), sources or SOURCES_DIR)
     info(f"built {counts['path']}: {counts['models']} models, {counts['variants']} variants, "
@@ -164,10 +164,7 @@ def measurements(hardware: Optional[str] = typer.Option(None, "--hardware", help
     """Measured probe rows in the catalog."""
     from rich.table import Table  # noqa: PLC0415
 
-    from ..units import fmt_bytes, fmt_ms  # noqa: PLC0415
 
-    from ..hardware import load_profiles, match_profile  # noqa: PLC0415
-    from ..probe import bandwidth_share  # noqa: PLC0415
 
     cat = open_catalog()
     mid = cat.resolve_model(model).id if model else None

@@ -7,8 +7,13 @@ import sys
 from typing import Any, Optional
 
 import typer
+from pydantic import BaseModel
 
-from ..errors import UserError
+from recommender.core.errors import UserError
+from recommender.core.records import JSON_SCHEMA_VERSION
+from recommender.core.paths import base_catalog_path, user_catalog_path
+from recommender.core.units import fmt_bytes, fmt_ms
+from recommender.catalog.store import Catalog
 
 PROV_MARK = {"measured": "ᵐ", "calibrated": "ᶜ", "published": "ᵖ", "estimated": "ᵉ", "unknown": "?"}
 LEGEND = "ᵐ measured · ᶜ calibrated · ᵖ published · ᵉ estimated · ? unknown"
@@ -31,7 +36,13 @@ def stderr_console():
 
 
 def emit_json(data: Any) -> None:
-    """Plain JSON on stdout, never through Rich (no wrapping, no markup)."""
+    """Plain JSON on stdout, never through Rich (no wrapping, no markup): a record (or dict) with "schema_version"
+    first; a list of records as {"schema_version": N, "items": [...]} (docs/json.md)."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
+    elif isinstance(data, list):
+        data = {"items": [d.model_dump(mode="json") if isinstance(d, BaseModel) else d for d in data]}
+    data = {"schema_version": JSON_SCHEMA_VERSION, **data}
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
@@ -52,8 +63,6 @@ def columns_table(title: str, caption: str, columns: tuple[tuple[str, str], ...]
 
 def budget_title(q) -> str:
     """'<GPU>, <VRAM> budget[, TTFT ≤ 800 ms]' for a query's table title."""
-    from ..units import fmt_bytes  # noqa: PLC0415
-    from .query_opts import limit_label  # noqa: PLC0415
 
     return f"{q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{limit_label(q)}"
 
@@ -70,8 +79,6 @@ state = State()
 
 
 def open_catalog(catalog: Optional[str] = None):
-    from ..catalog.store import Catalog  # noqa: PLC0415
-    from ..paths import base_catalog_path, user_catalog_path  # noqa: PLC0415
 
     return Catalog(base_catalog_path(catalog or state.catalog), user_catalog_path())
 
@@ -109,34 +116,7 @@ def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
     raise SystemExit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
 
 
-def planning_hardware(gpu: Optional[str], vram_bytes: Optional[int]):
-    """The GPU to plan for: --gpu NAME (a shipped profile; `cpu` = this machine's CPU and RAM), else the first GPU
-    found, else the default reference.
+def limit_label(q) -> str:
+    """', TTFT ≤ 800 ms' for a Query with a latency limit, else '': the limit as the result titles show it."""
 
-    Returns (profile, notes)."""
-    from .. import hardware as hwmod  # noqa: PLC0415
-
-    notes = []
-    profiles = hwmod.load_profiles()
-    if gpu and gpu.strip().lower() in hwmod.CPU_PLANNING_NAMES:
-        prof = hwmod.cpu_profile(hwmod.probe_host())
-        notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM)")
-    elif gpu:
-        prof = hwmod.find_profile(gpu, profiles)
-    else:
-        host = hwmod.probe_host()
-        if host.gpus:
-            prof = hwmod.profile_from_gpu(host.gpus[0], profiles)
-            notes.append(f"planning for the GPU found here: {prof.name}")
-        else:
-            prof = hwmod.find_profile(DEFAULT_PLANNING_GPU, profiles)
-            notes.append(f"no GPU found here ({host.gpu_status}); planning for a {prof.name} — "
-                         f"use --gpu NAME to plan for another GPU")
-    if vram_bytes is not None:
-        prof = hwmod.override_memory(prof, vram_bytes)
-    return prof, notes
-
-
-# A GPU-less machine plans for this reference card (the most common 24 GB card in the llama.cpp CUDA scoreboard).
-DEFAULT_PLANNING_GPU = "RTX 4090"
-
+    return f", {q.latency_metric.upper()} ≤ {fmt_ms(q.max_latency_ms)}" if q.max_latency_ms else ""

@@ -6,7 +6,16 @@ from typing import Optional
 
 import typer
 
-from .common import emit_json, info, mark, open_catalog, planning_hardware
+
+from recommender.core.engines import resolve_engine
+from recommender.core.errors import UserError
+from recommender.core.units import fmt_bytes, fmt_ms, parse_tokens
+from recommender.model.quant import QUANTS, resolve_quant
+from recommender.hardware.profiles import load_profiles, planning_hardware
+from recommender.hardware.workloads import DEFAULT_WORKLOAD, get_workload
+from recommender.predict import constants as C
+from recommender.predict.predictor import Config, Predictor
+from recommender.cli.common import emit_json, info, LEGEND, mark, open_catalog, stdout_console
 
 
 def estimate_command(
@@ -27,12 +36,6 @@ def estimate_command(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Estimate memory and latency of one configuration, every number with its provenance and formula."""
-    from .. import constants as C  # noqa: PLC0415
-    from ..engines import resolve_engine  # noqa: PLC0415
-    from ..errors import UserError  # noqa: PLC0415
-    from ..estimate import estimate  # noqa: PLC0415
-    from ..quant import QUANTS, resolve_quant  # noqa: PLC0415
-    from ..units import parse_memory, parse_tokens  # noqa: PLC0415
 
     catalog = open_catalog()
     spec = catalog.resolve_model(model)
@@ -47,7 +50,6 @@ def estimate_command(
         raise UserError(f"--gpu-layers (partial offload) is modelled for llama.cpp, not {eng}",
                         hint="drop --gpu-layers, or use --engine llama.cpp")
     ctx = parse_tokens(context)
-    from ..workloads import DEFAULT_WORKLOAD, get_workload  # noqa: PLC0415
 
     wl = get_workload(DEFAULT_WORKLOAD)
     if output_tokens is None:
@@ -57,21 +59,16 @@ def estimate_command(
     if prompt_tokens >= ctx:
         raise UserError(f"--prompt-tokens {prompt_tokens} does not fit in a {ctx}-token context",
                         hint="raise --context or shorten the prompt")
-    hw, notes = planning_hardware(gpu, parse_memory(vram) if vram else None)
+    hw, notes = planning_hardware(gpu, vram)
     for n in notes:
         info(n)
-    variant = catalog.variants().get((spec.id, q))
-    est = estimate(spec, q, eng, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
-                   output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant, gpu_layers=gpu_layers)
-    from ..calibration import load_calibrator  # noqa: PLC0415
-    from ..hardware import load_profiles  # noqa: PLC0415
-    from ..recommend import hardware_key, measured_index, refine_estimate, swa_models  # noqa: PLC0415
-
-    profiles = load_profiles()
-    measured = measured_index(catalog.measurements(model_id=spec.id, status="ok"), profiles, swa_models({spec.id: spec}))
-    est = refine_estimate(est, spec, hw, hardware_key(hw.name, profiles), load_calibrator(catalog), measured)
+    predictor = Predictor.for_catalog(catalog, hw, load_profiles(), {spec.id: spec}, model_id=spec.id)
+    est = predictor.predict(spec, Config(model=spec.id, quant=q, engine=eng, context_tokens=ctx, batch=batch,
+                                         prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                                         kv_dtype=kv_dtype, gpu_layers=gpu_layers),
+                            variant=catalog.variants().get((spec.id, q)))
     if as_json:
-        emit_json(est.model_dump(mode="json"))
+        emit_json(est)
         return
     print_estimate(est)
 
@@ -85,8 +82,6 @@ def _interval(est, field: str, fmt) -> str:
 def print_estimate(est) -> None:
     from rich.table import Table  # noqa: PLC0415
 
-    from ..units import fmt_bytes, fmt_ms  # noqa: PLC0415
-    from .common import LEGEND, stdout_console  # noqa: PLC0415
 
     p = est.provenance
     t = Table(title=f"{est.model} {est.quant} on {est.engine}, {est.hardware} · ctx {est.context_tokens} × batch "

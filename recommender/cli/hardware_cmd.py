@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from .common import emit_json, stdout_console
+
+from recommender.core.units import fmt_bytes
+from recommender.hardware import profiles as hw
+from recommender.cli.common import emit_json, stdout_console
 
 
 def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
                      profiles: bool = typer.Option(False, "--profiles", help="List the shipped GPU profiles.")) -> None:
     """Probe GPUs via NVML, CPU and RAM. Exit 0 also when no GPU is present."""
-    from .. import hardware as hw  # noqa: PLC0415
-    from ..units import fmt_bytes  # noqa: PLC0415
 
     if profiles:
         profs = hw.load_profiles()

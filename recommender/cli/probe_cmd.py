@@ -6,7 +6,17 @@ from typing import Optional
 
 import typer
 
-from .common import emit_json, info, open_catalog
+
+from recommender.core.errors import UserError
+from recommender.core.paths import user_catalog_path
+from recommender.core.units import fmt_bytes, fmt_ms, parse_tokens
+from evaluators.accuracy_job import AccuracyJob
+from evaluators.base import engine_name
+from recommender.hardware.host import probe_host
+from recommender.catalog.store import UserCatalog
+from recommender.probes.accuracy import items as I, probe as P
+from recommender.probes.perf import resolve_target, run_perf_probe
+from recommender.cli.common import emit_json, info, open_catalog, stderr_console
 
 app = typer.Typer(help="Measure engines on this machine; rows go to your catalog overlay.", no_args_is_help=True)
 
@@ -36,13 +46,7 @@ def perf(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """TTFT, TPOT, ITL, tok/s and peak memory, after warm-up, over repeats, in a child process."""
-    from evaluators.base import engine_name  # noqa: PLC0415
 
-    from ..catalog.store import UserCatalog  # noqa: PLC0415
-    from ..errors import UserError  # noqa: PLC0415
-    from ..paths import user_catalog_path  # noqa: PLC0415
-    from ..probe import resolve_target, run_perf_probe  # noqa: PLC0415
-    from ..units import parse_tokens  # noqa: PLC0415
 
     eng = engine_name(engine)
     ctx = parse_tokens(context)
@@ -53,7 +57,6 @@ def perf(
     target = resolve_target(model, eng, quant, synthetic, catalog, model_id)
     if trust_remote_code:
         target.extra["trust_remote_code"] = True
-    from .common import stderr_console  # noqa: PLC0415
 
     what = (f"{target.model_id} {target.quant} on {eng}{' (synthetic weights)' if target.synthetic else ''}: "
             f"ctx {ctx}, batch {batch}, prompt {prompt_tokens}, output {output_tokens}, warm-up + {repeats} repeats")
@@ -76,7 +79,6 @@ def perf(
 
 
 def _print_row(m) -> None:
-    from ..units import fmt_bytes, fmt_ms  # noqa: PLC0415
 
     s = m.raw.get("summary", {})
 
@@ -122,14 +124,7 @@ def accuracy(
     """Accuracy on fixed C-Eval / CMMLU / MMLU items with 95 % intervals, per subject; paired deltas; bits/byte."""
     from pathlib import Path  # noqa: PLC0415
 
-    from evaluators.accuracy_worker import AccuracyJob  # noqa: PLC0415
 
-    from ..accuracy import items as I  # noqa: PLC0415
-    from ..accuracy import probe as P  # noqa: PLC0415
-    from ..catalog.store import UserCatalog  # noqa: PLC0415
-    from ..errors import UserError  # noqa: PLC0415
-    from ..hardware import probe_host  # noqa: PLC0415
-    from ..paths import user_catalog_path  # noqa: PLC0415
 
     names = [t.strip().lower() for t in tasks.split(",") if t.strip()]
     bad = [t for t in names if t not in I.TASKS]
@@ -176,14 +171,13 @@ def accuracy(
         raise UserError(f"--kl-reference {kl_ref} is not a file", hint="give a GGUF of the same model")
 
     def job_for(t, kl: Optional[str]) -> AccuracyJob:
-        return AccuracyJob(engine=t.engine, model_path=str(t.path), tasks={k: str(v[0]) for k, v in files.items()},
-                           shots=shots, threads=threads, dtype=dtype, trust_remote_code=trust_remote_code,
-                           ppl_texts={k: str(v) for k, v in texts.items()},
-                           kl_reference=str(Path(kl).expanduser()) if kl else None)
+        return P.make_job(t, {k: v[0] for k, v in files.items()}, shots, threads=threads, dtype=dtype,
+                          trust_remote_code=trust_remote_code, ppl_texts={k: str(v) for k, v in texts.items()},
+                          kl_reference=str(Path(kl).expanduser()) if kl else None)
 
     def settings(job: AccuracyJob) -> dict:
         return {"shots": shots, "items": size, "n_ctx": job.n_ctx, "threads": job.threads, "dtype": job.dtype,
-                "trust_remote_code": job.trust_remote_code, "lm_eval_tasks": "recommender/accuracy/tasks.py"}
+                "trust_remote_code": job.trust_remote_code, "lm_eval_tasks": "evaluators/lm_tasks.py"}
 
     import uuid  # noqa: PLC0415
 

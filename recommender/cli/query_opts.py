@@ -10,6 +10,15 @@ from typing import Callable, NamedTuple, Optional, get_type_hints
 
 import typer
 
+from recommender.core.engines import resolve_engine
+from recommender.core.errors import UserError
+from recommender.core.units import parse_latency_ms, parse_tokens
+from recommender.model.quant import resolve_quant
+from recommender.hardware.profiles import planning_hardware
+from recommender.hardware.workloads import get_workload
+from recommender.rank.query import Query
+from recommender.score.weighted import parse_weights
+
 
 class LatencyMetricOpt(str, Enum):
     ttft = "ttft"
@@ -99,22 +108,18 @@ def query_options(func: Optional[Callable] = None, *, top_help: Optional[str] = 
     return command
 
 
-def build_query(opts: QueryOptions, normalization: str, catalog):
-    """Turn the shared options into a validated Query (raises UserError on bad input). Returns (query, notes)."""
-    from ..engines import resolve_engine  # noqa: PLC0415
-    from ..errors import UserError  # noqa: PLC0415
-    from ..quant import resolve_quant  # noqa: PLC0415
-    from ..recommend import Query  # noqa: PLC0415
-    from ..score import parse_weights  # noqa: PLC0415
-    from ..units import parse_latency_ms, parse_memory, parse_tokens  # noqa: PLC0415
-    from ..workloads import get_workload  # noqa: PLC0415
-    from .common import planning_hardware  # noqa: PLC0415
+def build_query(opts: QueryOptions, normalization: str):
+    """Turn the shared options into a validated Query (raises UserError on bad input). Returns (query, notes).
 
+    Parsed from the top layer down (weights, workload, hardware, quantizations, engines, numbers); model names stay as
+    typed and are matched against the catalog when candidates are built."""
     o = opts
-    vram_bytes = parse_memory(o.vram) if o.vram is not None else None
-    max_ms = parse_latency_ms(o.max_latency) if o.max_latency is not None else None
     w = parse_weights(o.weights)
     wl = get_workload(o.workload)
+    hw, notes = planning_hardware(o.gpu, o.vram)
+    quants = [resolve_quant(x) for x in (o.quant or [])]
+    engines = [resolve_engine(e) for e in (o.engine or [])]
+    max_ms = parse_latency_ms(o.max_latency) if o.max_latency is not None else None
     upd = {}
     if o.context:
         upd["contexts"] = sorted({parse_tokens(c) for c in o.context})
@@ -130,22 +135,10 @@ def build_query(opts: QueryOptions, normalization: str, catalog):
             upd[name] = val
     if upd:
         wl = wl.model_copy(update=upd)
-    hw, notes = planning_hardware(o.gpu, vram_bytes)
-    if vram_bytes is None:
-        vram_bytes = hw.memory_bytes
-    models = [catalog.resolve_model(m).id for m in (o.model or [])]
-    q = Query(vram_bytes=vram_bytes, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
-              hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=models,
-              engines=[resolve_engine(e) for e in (o.engine or [])],
-              quants=[resolve_quant(x) for x in (o.quant or [])], top=o.top, per_model=o.per_model)
+    q = Query(vram_bytes=hw.memory_bytes, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
+              hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=list(o.model or []),
+              engines=engines, quants=quants, top=o.top, per_model=o.per_model)
     return q, notes
-
-
-def limit_label(q) -> str:
-    """', TTFT ≤ 800 ms' for a Query with a latency limit, else '': the limit as the result titles show it."""
-    from ..units import fmt_ms  # noqa: PLC0415
-
-    return f", {q.latency_metric.upper()} ≤ {fmt_ms(q.max_latency_ms)}" if q.max_latency_ms else ""
 
 
 def no_fit_hint(excluded) -> str:

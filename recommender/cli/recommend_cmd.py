@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
-from .common import LEGEND, emit_json, info, mark, open_catalog
-from .query_opts import (
-    NormOpt,
-    QueryOptions,
-    build_query,
-    no_fit_hint,
-    query_options,
+from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
+from recommender.rank.recommend import recommend
+from recommender.cli.common import (
+    budget_title,
+    columns_table,
+    emit_json,
+    info,
+    LEGEND,
+    mark,
+    open_catalog,
+    run_app,
+    stdout_console,
 )
+from recommender.cli.query_opts import build_query, no_fit_hint, NormOpt, query_options, QueryOptions
 
 
 @query_options
@@ -22,27 +30,25 @@ def recommend_command(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Rank model x quantization x engine x batch x context for a GPU, under VRAM and latency limits."""
-    from ..recommend import recommend  # noqa: PLC0415
 
     catalog = open_catalog(opts.catalog_path)
-    q, notes = build_query(opts, normalization.value, catalog)
+    q, notes = build_query(opts, normalization.value)
     for n in notes:
         info(n)
     rec = recommend(catalog, q)
+    hint = None if rec.candidates else no_fit_hint(rec.excluded)
     if as_json:
-        emit_json(rec.model_dump(mode="json"))
+        emit_json(rec)
     else:
         print_recommendation(rec, explain)
     for n in rec.notes:
         info(f"note: {n}")
-    if not rec.candidates:
-        info(no_fit_hint(rec.excluded))
+    if hint:
+        info(hint)
         raise typer.Exit(1)
 
 
 def print_recommendation(rec, explain: bool) -> None:
-    from ..units import fmt_bytes, fmt_ms, fmt_tokens  # noqa: PLC0415
-    from .common import budget_title, columns_table, stdout_console  # noqa: PLC0415
 
     q = rec.query
     title = (f"{budget_title(q)} · workload {q.workload.name} "
@@ -62,8 +68,8 @@ def print_recommendation(rec, explain: bool) -> None:
             mark(fmt_ms(c.ttft_ms), p["ttft_ms"]),
             mark("?" if c.throughput_tokens_per_s is None else f"{c.throughput_tokens_per_s:.0f}",
                  p["throughput_tokens_per_s"]),
-            mark("?" if c.zh_accuracy is None else f"{c.zh_accuracy:.1f}", c.quality["zh"].provenance),
-            mark("?" if c.ppl_ratio is None else f"{c.ppl_ratio:.3f}", c.quality["ppl"].provenance),
+            mark("?" if c.zh_accuracy is None else f"{c.zh_accuracy:.1f}", p["zh_accuracy"]),
+            mark("?" if c.ppl_ratio is None else f"{c.ppl_ratio:.3f}", p["ppl_ratio"]),
             f"{c.score:.3f}")
     stdout_console().print(table)
     n = rec.counts
@@ -73,3 +79,10 @@ def print_recommendation(rec, explain: bool) -> None:
         for c in rec.excluded:
             info(f"excluded {c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "
                  + "; ".join(c.excluded))
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """The `recommend` entry point: this command alone (nothing else of the command tree is imported)."""
+    app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+    app.command()(recommend_command)
+    run_app(app, argv)

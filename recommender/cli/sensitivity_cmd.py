@@ -7,13 +7,12 @@ from typing import Optional
 
 import typer
 
-from .common import emit_json, info, open_catalog
-from .query_opts import (
-    QueryOptions,
-    build_query,
-    no_fit_hint,
-    query_options,
-)
+
+from recommender.core.errors import UserError
+from recommender.search.sensitivity import check_grid, sensitivity
+from recommender.cli.common import budget_title, emit_json, info, open_catalog, stdout_console
+from recommender.cli.query_opts import build_query, no_fit_hint, query_options, QueryOptions
+from recommender.cli.sensitivity_plot import check_plot_path, write_plot
 
 
 class SensNormOpt(str, Enum):
@@ -24,7 +23,6 @@ class SensNormOpt(str, Enum):
 
 def parse_fraction(text: str, option: str, example: str) -> float:
     """'0.05' or '5%' -> 0.05 (UserError otherwise)."""
-    from ..errors import UserError  # noqa: PLC0415
 
     t = text.strip()
     try:
@@ -46,24 +44,21 @@ def sensitivity_command(
 ) -> None:
     """Perturb each weight in steps, under min-max and z-score: Kendall tau against the base ranking, how often the
     top pick changes, and the interval of each weight over which it stays the same."""
-    from ..sensitivity import check_grid, sensitivity  # noqa: PLC0415
 
     step_v = parse_fraction(step, "--step", "0.05")
     span_v = parse_fraction(span, "--span", "0.2")
     check_grid(step_v, span_v)
     if plot:
-        from ..sensitivity_plot import check_plot_path  # noqa: PLC0415
 
         check_plot_path(plot)
     catalog = open_catalog(opts.catalog_path)
     norms = ["minmax", "zscore"] if normalization == SensNormOpt.both else [normalization.value]
-    q, notes = build_query(opts, norms[0], catalog)
+    q, notes = build_query(opts, norms[0])
     for n in notes:
         info(n)
     report = sensitivity(catalog, q, step_v, span_v, norms)
     written = None
     if plot and report.results:
-        from ..sensitivity_plot import write_plot  # noqa: PLC0415
 
         written = write_plot(report, plot)
     if as_json:
@@ -82,7 +77,6 @@ def sensitivity_command(
 def print_sensitivity(report) -> None:
     from rich.table import Table  # noqa: PLC0415
 
-    from .common import budget_title, stdout_console  # noqa: PLC0415
 
     q = report.query
     con = stdout_console()

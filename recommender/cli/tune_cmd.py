@@ -6,8 +6,25 @@ from typing import Optional
 
 import typer
 
-from .common import LEGEND, emit_json, info, mark, open_catalog
-from .query_opts import LatencyMetricOpt, MissingOpt, NormOpt, QueryOptions, build_query
+
+from recommender.core.engines import resolve_engine
+from recommender.core.errors import UserError
+from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens, parse_duration_s
+from recommender.hardware.host import probe_host
+from recommender.search.tune import run_tune
+from recommender.search.tune_measure import cpu_profile, MeasuredEvaluator, resolve_measured_target
+from recommender.cli.common import (
+    budget_title,
+    columns_table,
+    emit_json,
+    info,
+    LEGEND,
+    mark,
+    open_catalog,
+    stdout_console,
+)
+from recommender.cli.query_opts import build_query, LatencyMetricOpt, MissingOpt, NormOpt, QueryOptions
+from recommender.cli.tune_plot import plot_front
 
 
 def tune_command(
@@ -61,8 +78,6 @@ def tune_command(
     """Optuna over quantization x engine x batch x context x KV dtype (x GPU layers), under VRAM/latency limits."""
     import os  # noqa: PLC0415
 
-    from ..errors import UserError  # noqa: PLC0415
-    from ..units import parse_duration_s  # noqa: PLC0415
 
     if plot and not pareto:
         raise UserError("--plot draws the Pareto front", hint="add --pareto, or drop --plot")
@@ -72,13 +87,9 @@ def tune_command(
     catalog = open_catalog(catalog_path)
     if seed is None:
         seed = (os.getpid() % 100_000) if storage else 0
-    from ..tune import run_tune  # noqa: PLC0415  (imports nothing heavy; optuna comes with run_tune)
 
     if measure:
-        from ..hardware import probe_host  # noqa: PLC0415
-        from ..tune_measure import MeasuredEvaluator, cpu_profile, resolve_measured_target  # noqa: PLC0415
 
-        from ..engines import resolve_engine  # noqa: PLC0415
 
         if not models or len(models) != 1:
             raise UserError("--measure tunes one model file", hint="give one .gguf file, e.g. "
@@ -90,7 +101,7 @@ def tune_command(
         target = resolve_measured_target(models[0], catalog)
         q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
                                             prompt_tokens, output_tokens, weights, missing, gpu, None, None, None,
-                                            10, 1, catalog_path), normalization.value, catalog)
+                                            10, 1, catalog_path), normalization.value)
         host = probe_host()
         if not host.gpus:
             q = q.model_copy(update={"hardware": cpu_profile(host, q.vram_bytes if vram else None)})
@@ -110,13 +121,12 @@ def tune_command(
     else:
         q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
                                             prompt_tokens, output_tokens, weights, missing, gpu, models, engine, quant,
-                                            10, 1, catalog_path), normalization.value, catalog)
+                                            10, 1, catalog_path), normalization.value)
         for n in notes:
             info(n)
         res = run_tune(catalog, q, trials=trials, seed=seed, pareto=pareto, storage=storage, study_name=study_name,
                        kv_dtypes=kv_dtype, offload=offload, n_startup=n_startup)
     if plot:
-        from ..tune_plot import plot_front  # noqa: PLC0415
 
         plot_front(res, plot)
         info(f"wrote {plot}")
@@ -138,8 +148,6 @@ def _cfg(c) -> str:
 
 
 def print_result(res, show: int) -> None:
-    from ..units import fmt_bytes, fmt_ms, fmt_tokens  # noqa: PLC0415
-    from .common import budget_title, columns_table, stdout_console  # noqa: PLC0415
 
     q = res.query
     title = f"tune ({res.mode}, {res.objective}) · {budget_title(q)} · workload {q.workload.name} · study {res.study_name}"

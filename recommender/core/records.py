@@ -1,0 +1,292 @@
+"""Pydantic records that cross a boundary (catalog <-> core <-> CLI <-> JSON).
+
+Field names carry their units (``*_bytes``, ``*_ms``, ``*_per_s``); values are stored in base units
+(bytes, milliseconds, bytes per second, FLOP/s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Optional, Protocol, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Version of the `--json` layout (docs/json.md): every JSON answer carries it as "schema_version". Bumped when a field
+# changes meaning, moves or goes; adding a field does not bump it.
+JSON_SCHEMA_VERSION = 1
+
+Provenance = Literal["measured", "calibrated", "published", "estimated", "unknown"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: cold start
+
+
+class ModelSpec(Strict):
+    """Architecture of one model, read from its config.json or GGUF header."""
+
+    id: str  # HF id, e.g. "Qwen/Qwen2.5-7B"
+    architecture: str  # e.g. "Qwen2ForCausalLM" (config "architectures"[0]) or GGUF general.architecture
+    model_type: str  # config "model_type" (text model's, for multimodal wrappers)
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int  # per attention head (config head_dim, else hidden_size // num_attention_heads)
+    intermediate_size: int  # dense MLP width (0 when every layer is MoE)
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool = False
+    torch_dtype: Optional[str] = None
+    attention_bias: bool = False  # q/k/v projections carry a bias (Qwen2)
+    qk_norm: bool = False  # per-head q/k RMSNorm (Qwen3, Gemma-3)
+    extra_norms_per_layer: int = 0  # norms beyond the usual two per layer (Gemma-2/3 post-norms: 2)
+    # Sliding-window attention: how many of num_layers use a window, and its size in tokens.
+    sliding_window: Optional[int] = None
+    num_swa_layers: int = 0
+    # Mixture of experts
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    num_shared_experts: int = 0
+    shared_expert_intermediate_size: int = 0
+    first_k_dense_layers: int = 0  # DeepSeek "first_k_dense_replace": leading layers with a dense MLP
+    # Multi-head latent attention (DeepSeek-V2/V3)
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    # Derived from the fields above (recommender.arch); not published numbers.
+    params_total: int = 0
+    params_active: int = 0
+    # Where it came from
+    source: str = ""  # file path / URL / repo@commit:path
+    source_kind: str = ""
+    license: Optional[str] = None
+    notes: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        return self.id.split("/", 1)[-1]
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+
+class TensorInfo(Strict):
+    """One weight tensor as llama.cpp names it (GGUF naming), shape as (ne0 = input dim, ne1 = rows, ...)."""
+
+    name: str
+    shape: tuple[int, ...]
+    layer: Optional[int] = None
+    expert_count: int = 1  # >1 for stacked MoE expert tensors (shape includes it)
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+class QuantSpec(Strict):
+    name: str  # "Q4_K_M", "F16", "AWQ-4bit", ...
+    family: Literal["float", "gguf", "awq", "gptq", "fp8"]
+    engines: list[str]
+    nominal_bits: float
+    description: str = ""
+
+
+class Variant(Strict):
+    model_id: str
+    quant: str
+    weights_bytes: int
+    embedding_bytes: int = 0  # token-embedding table (llama.cpp keeps it in host RAM)
+    expert_bytes: int = 0  # routed-expert tensors of a MoE model (only the touched ones are read per token)
+    weights_bytes_provenance: Provenance = "estimated"
+    basis: str = ""  # formula version / per-tensor rule / file measured
+    bits_per_weight: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """A number a user sees, with its unit and where it came from: measured (a probe row), calibrated (a fitted term,
+    with the 10-90 % interval of its held-out errors), published (a source), estimated (a formula, named in basis)
+    or unknown (value None). A frozen dataclass (pydantic records hold and serialize it as any field): a recommend
+    run makes some 17,000 of them, where a pydantic model's construction costs ten times as much."""
+
+    value: Optional[Union[int, float]]  # bytes are whole numbers
+    unit: str  # bytes | ms | tokens/s | fraction | ratio | %
+    provenance: Provenance
+    basis: str = ""  # formula version + constants, measurement id, or source URL
+    interval: Optional[tuple[float, float]] = None  # [low, high] in the figure's unit (calibrated figures)
+
+
+class HardwareProfile(Strict):
+    """A GPU (or other accelerator) a user can plan for. Every figure has a source."""
+
+    name: str
+    vendor: str
+    aliases: list[str] = Field(default_factory=list)
+    memory_bytes: int
+    memory_bandwidth_bytes_per_s: float
+    fp16_flops_per_s: Optional[float] = None  # dense tensor-core FP16 (no sparsity)
+    int8_ops_per_s: Optional[float] = None
+    compute_capability: Optional[str] = None
+    backend: Literal["cuda", "rocm", "metal", "cpu"] = "cuda"
+    tdp_w: Optional[float] = None
+    sources: dict[str, str] = Field(default_factory=dict)  # field name -> source URL / note
+    notes: Optional[str] = None
+    reliability: Literal["ok", "low"] = "ok"
+
+
+class Workload(Strict):
+    name: str
+    description: str = ""
+    prompt_tokens: int
+    output_tokens: int
+    contexts: list[int]  # context windows (tokens) to consider
+    batches: list[int] = Field(default_factory=lambda: [1])
+    language: Literal["en", "zh", "mixed", "code"] = "mixed"
+    source: str = ""
+
+
+class Measurement(Strict):
+    """One probe run (filled by the performance-probe issue; the table exists from the start)."""
+
+    id: str
+    hardware_fingerprint: str
+    hardware_name: str
+    engine: str
+    engine_version: str
+    model_id: str
+    quant: str
+    batch: int
+    context_tokens: int
+    prompt_tokens: int
+    output_tokens: int
+    kv_dtype: str = "f16"
+    gpu_layers: Optional[int] = None
+    ttft_ms: Optional[float] = None
+    tpot_ms: Optional[float] = None
+    itl_ms_p50: Optional[float] = None
+    decode_tokens_per_s: Optional[float] = None
+    prefill_tokens_per_s: Optional[float] = None
+    throughput_tokens_per_s: Optional[float] = None
+    peak_vram_bytes: Optional[int] = None
+    peak_rss_bytes: Optional[int] = None
+    raw: dict[str, Any] = Field(default_factory=dict)  # per-repeat timings etc.
+    status: Literal["ok", "failed"] = "ok"
+    failure_reason: Optional[str] = None
+    synthetic: bool = False
+    provenance: Provenance = "measured"
+    measured_at: str = ""  # ISO-8601
+
+
+class PublishedScore(Strict):
+    model: str
+    benchmark: str
+    shots: Optional[str] = None
+    score: float
+    source_url: str
+    source_note: str = ""
+    flags: list[str] = Field(default_factory=list)  # THIRD-PARTY, SECONDARY, INFERRED
+
+
+class AccuracyRow(Strict):
+    """One task of one accuracy probe run (`recommender probe accuracy`): a measured score on a fixed item file."""
+
+    id: str
+    run_id: str  # rows of one invocation share it
+    model_id: str
+    quant: str
+    variant: str  # the model file or folder name that was scored
+    engine: str
+    engine_version: str
+    task: str  # ceval | cmmlu | mmlu
+    shots: int
+    items_file: str  # e.g. ceval-val-v1-50.jsonl
+    items_version: str
+    items_sha256: str
+    n: int
+    correct: int
+    accuracy: Optional[float]  # fraction 0..1
+    ci_low: Optional[float]  # 95 % interval (subject-stratified Wilson), fraction
+    ci_high: Optional[float]
+    chance: float
+    flags: list[str] = Field(default_factory=list)  # chance, broken-logprobs, position-bias
+    per_subject: dict[str, Any] = Field(default_factory=dict)
+    raw: dict[str, Any] = Field(default_factory=dict)  # per-item picks and log-likelihoods, settings
+    hardware_fingerprint: str
+    hardware_name: str
+    status: str  # ok | failed
+    failure_reason: Optional[str] = None
+    provenance: Provenance = "measured"
+    measured_at: str
+
+
+class PerplexityRow(Strict):
+    """Bits per byte / perplexity (and KL against a reference variant) of one model on one shipped text."""
+
+    id: str
+    run_id: str
+    model_id: str
+    quant: str
+    variant: str
+    engine: str
+    engine_version: str
+    text_file: str
+    text_sha256: str
+    language: str
+    tokens: Optional[int]
+    bytes: Optional[int]
+    nll_nats: Optional[float]
+    bits_per_byte: Optional[float]
+    perplexity: Optional[float]
+    window_tokens: int
+    kl_reference: Optional[str] = None  # variant the KL is measured against
+    kl_mean: Optional[float] = None  # nats per token, KL(reference || this)
+    kl_p99: Optional[float] = None
+    top1_agreement: Optional[float] = None
+    raw: dict[str, Any] = Field(default_factory=dict)
+    hardware_fingerprint: str
+    hardware_name: str
+    status: str
+    failure_reason: Optional[str] = None
+    provenance: Provenance = "measured"
+    measured_at: str
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """A published score of a model (or of its base/instruct sibling: ``relation``)."""
+
+    source_model: str
+    benchmark: str
+    shots: Optional[str]
+    score: float
+    source_url: str
+    source_note: str
+    flags: tuple[str, ...]
+    relation: str  # 'same' | 'sibling'
+
+
+class CatalogReader(Protocol):
+    """What the layers that rank and predict read from a catalog (recommender.catalog.store.Catalog implements it;
+    they never import the catalog package, so reading and building catalogs stays its own room)."""
+
+    def models(self) -> dict[str, ModelSpec]: ...
+    def variants(self) -> dict[tuple[str, str], Variant]: ...
+    def resolve_model(self, name: str) -> ModelSpec: ...
+    def all_scores(self) -> list[tuple]: ...
+    def scores_for(self, model_id: str) -> list[ScoreRow]: ...
+    def measured_quality(self) -> tuple[list[dict], list[dict]]: ...
+    def measurements(self, model_id: Optional[str] = None, hardware: Optional[str] = None,
+                     status: Optional[str] = None) -> list[Measurement]: ...
+    def meta_values(self, key: str, user_only: bool = False) -> list[str]: ...

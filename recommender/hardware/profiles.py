@@ -1,0 +1,336 @@
+"""Which GPU are we planning for? (This machine itself: recommender.hardware.host.)
+
+Hardware profiles: ``profiles/hardware/*.yaml`` describe GPUs a user can plan for. ``load_profiles()``
+  reads and strictly validates them (every figure needs a source), ``find_profile()`` resolves a user's
+  GPU name, ``profile_from_gpu()`` turns a probed GPU into a profile, ``override_memory()`` applies --vram.
+
+Units: records hold base units (bytes, bytes/s, FLOP/s, W). The YAML files use human units whose names
+say the unit (``memory_gib``, ``memory_bandwidth_gb_s``, ``fp16_tflops``...); see
+``profiles/hardware/README.md`` for the scheme and how each is converted.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from recommender.core.errors import UserError
+from recommender.core.fuzzy import resolve
+from recommender.core.paths import PROFILES_DIR
+from recommender.core.records import HardwareProfile
+from recommender.core.units import GIB, MIB, parse_memory
+from recommender.hardware.host import DDR_FACTOR, GpuInfo, HostInfo, probe_host
+
+# --------------------------------------------------------------------------------------------------------
+# Hardware profiles
+# --------------------------------------------------------------------------------------------------------
+
+# YAML figure key -> (record field, multiplier to base units). Exactly one memory key per profile.
+FIGURES: dict[str, tuple[str, float]] = {
+    "memory_gib": ("memory_bytes", GIB),
+    "memory_mib": ("memory_bytes", MIB),
+    "memory_bandwidth_gb_s": ("memory_bandwidth_bytes_per_s", 1e9),
+    "fp16_tflops": ("fp16_flops_per_s", 1e12),
+    "int8_tops": ("int8_ops_per_s", 1e12),
+    "tdp_w": ("tdp_w", 1.0),
+    "compute_capability": ("compute_capability", 1.0),  # a string, "8.9"
+}
+PLAIN_KEYS = {"name", "vendor", "aliases", "backend", "notes", "reliability", "sources"}
+ALLOWED_KEYS = PLAIN_KEYS | set(FIGURES)
+HINT = "see profiles/hardware/README.md for the keys, units and the source rule"
+
+
+def default_profiles_dir() -> Path:
+    return PROFILES_DIR / "hardware"
+
+
+def _bad(path: Path, field: str, problem: str, hint: str = HINT) -> UserError:
+    where = f"{path.name}: {field}" if field else path.name
+    return UserError(f"hardware profile {where}: {problem}", hint=hint)
+
+
+def parse_profile(data: Any, path: Path) -> HardwareProfile:
+    """Validate one profile's YAML mapping and convert it to a HardwareProfile in base units."""
+    if not isinstance(data, dict):
+        raise _bad(path, "", "the file must hold one mapping (key: value lines)")
+    unknown = sorted(set(map(str, data)) - ALLOWED_KEYS)
+    if unknown:
+        close = {k: _closest(k, ALLOWED_KEYS) for k in unknown}
+        hint = "; ".join(f"{k!r}: did you mean {v!r}?" for k, v in close.items() if v) or HINT
+        raise _bad(path, unknown[0], f"unknown key(s) {', '.join(map(repr, unknown))}", hint=hint)
+    for req in ("name", "vendor"):
+        if not isinstance(data.get(req), str) or not data[req].strip():
+            raise _bad(path, req, "required text field is missing or empty")
+    sources = data.get("sources") or {}
+    if not isinstance(sources, dict) or not all(isinstance(v, str) and v.strip() for v in sources.values()):
+        raise _bad(path, "sources", "must map each figure key to a non-empty source text (URL + note)")
+    aliases = data.get("aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise _bad(path, "aliases", "must be a list of names")
+
+    figures = [k for k in FIGURES if data.get(k) is not None]
+    for k in figures:
+        if k not in sources:
+            raise _bad(path, k, f"figure {k} = {data[k]!r} has no source",
+                       hint=f"add `sources: {{{k}: \"<URL> - <where on the page>\"}}` or remove the figure; "
+                            "never enter a number you cannot source")
+    for k in sources:
+        if k not in FIGURES:
+            raise _bad(path, f"sources.{k}", f"sources may only name figure keys ({', '.join(FIGURES)})")
+        if data.get(k) is None:
+            raise _bad(path, f"sources.{k}", f"a source is given for {k} but the profile sets no {k}")
+
+    mem_keys = [k for k in ("memory_gib", "memory_mib") if data.get(k) is not None]
+    if len(mem_keys) != 1:
+        raise _bad(path, "memory_gib", "give exactly one of memory_gib (spec sheet) or memory_mib (NVML total)")
+    if data.get("memory_bandwidth_gb_s") is None:
+        raise _bad(path, "memory_bandwidth_gb_s", "required figure is missing (with its source)")
+
+    rec: dict[str, Any] = {
+        "name": data["name"].strip(),
+        "vendor": data["vendor"].strip(),
+        "aliases": [a.strip() for a in aliases],
+        "sources": {},
+    }
+    for k in ("backend", "notes", "reliability"):
+        if data.get(k) is not None:
+            rec[k] = data[k]
+    for k in figures:
+        field, mult = FIGURES[k]
+        v = data[k]
+        if k == "compute_capability":
+            if not isinstance(v, str) or not re.fullmatch(r"\d+\.\d+", v):
+                raise _bad(path, k, f"must be a quoted string like \"8.9\" (got {v!r})",
+                           hint="quote it in YAML: compute_capability: \"8.9\" (8.10 would read as 8.1)")
+            rec[field] = v
+        else:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+                raise _bad(path, k, f"must be a positive number (got {v!r})")
+            rec[field] = int(round(v * mult)) if field == "memory_bytes" else float(v) * mult
+        rec["sources"][field] = sources[k].strip()
+    try:
+        return HardwareProfile.model_validate(rec)
+    except ValidationError as exc:  # bad backend/reliability value, non-text notes...
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err.get("loc", ()))
+        raise _bad(path, field, err.get("msg", "invalid value"))
+
+
+def _closest(key: str, choices) -> Optional[str]:
+    import difflib
+
+    m = difflib.get_close_matches(key, sorted(choices), n=1, cutoff=0.6)
+    return m[0] if m else None
+
+
+def _yaml_loader(yaml):  # libyaml's C loader when present (10x faster), else the pure-Python one
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+_PROFILE_CACHE: dict[tuple, list[HardwareProfile]] = {}
+
+
+def load_profiles(directory: Path | str | None = None) -> list[HardwareProfile]:
+    """Read and validate every ``*.yaml`` in ``directory`` (default: the repo's profiles/hardware).
+    Read once per process for an unchanged directory (records are immutable in use; callers copy to change)."""
+    d = Path(directory) if directory is not None else default_profiles_dir()
+    key = (str(d.resolve()), tuple((p.name, p.stat().st_mtime_ns) for p in sorted(d.glob("*.yaml")))) \
+        if d.is_dir() else None
+    if key in _PROFILE_CACHE:
+        return list(_PROFILE_CACHE[key])
+    profiles = _read_profiles(d)
+    _PROFILE_CACHE[key] = profiles
+    return list(profiles)
+
+
+def _read_profiles(d: Path) -> list[HardwareProfile]:
+    import yaml  # lazy: only needed when profiles are read
+
+    if not d.is_dir():
+        raise UserError(f"hardware profile directory not found: {d}",
+                        hint="run from a checkout that has profiles/hardware, or pass the directory")
+    profiles: list[HardwareProfile] = []
+    seen: dict[str, str] = {}
+    for path in sorted(d.glob("*.yaml")):
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_yaml_loader(yaml))
+        except yaml.YAMLError as exc:
+            raise _bad(path, "", f"not valid YAML ({str(exc).splitlines()[0]})")
+        prof = parse_profile(data, path)
+        for n in [prof.name, *prof.aliases]:
+            k = _compact(n)
+            if k in seen and seen[k] != prof.name:
+                raise _bad(path, "aliases", f"name/alias {n!r} is already used by {seen[k]!r}",
+                           hint="names and aliases must be unique across profiles (case, spaces and dashes ignored)")
+            seen[k] = prof.name
+        profiles.append(prof)
+    return profiles
+
+
+def _compact(s: str) -> str:
+    return re.sub(r"[\s\-_]+", "", s.strip().lower())
+
+
+def _spaced(s: str) -> str:
+    return re.sub(r"[\s\-_]+", " ", s.strip().lower())
+
+
+def find_profile(name: str, profiles: list[HardwareProfile]) -> HardwareProfile:
+    """The profile a user's GPU name designates: case-, space- and dash-insensitive, by name or alias,
+    else a unique substring; ambiguous or unknown names raise UserError with the candidates."""
+    by_name = {p.name: p for p in profiles}
+    compact = {}
+    aliases: dict[str, str] = {}
+    for p in profiles:
+        for n in [p.name, *p.aliases]:
+            compact[_compact(n)] = p.name
+            aliases[_spaced(n)] = p.name
+    key = _compact(name)
+    if key in compact:
+        return by_name[compact[key]]
+    hint = ("known GPUs are the names and aliases in profiles/hardware/*.yaml; "
+            "for an unlisted GPU pick the closest profile and give --vram")
+    query = re.sub(r"[\s\-_]+", " ", name).strip() or name
+    chosen = resolve(query, list(by_name), kind="GPU", aliases=aliases, hint_cmd=hint)
+    return by_name[chosen]
+
+
+def match_profile(gpu_name: str, profiles: list[HardwareProfile]) -> Optional[HardwareProfile]:
+    """The shipped profile whose name or alias equals an NVML device name (ignoring case, spaces,
+    dashes and a leading "NVIDIA"), else None. Exact only: a near match may be another variant."""
+    want = {_compact(gpu_name), _compact(re.sub(r"^\s*nvidia\s+", "", gpu_name, flags=re.I))}
+    for p in profiles:
+        names = {_compact(n) for n in [p.name, *p.aliases]}
+        names |= {_compact(re.sub(r"^\s*nvidia\s+", "", n, flags=re.I)) for n in [p.name, *p.aliases]}
+        if want & names:
+            return p
+    return None
+
+
+MEASURED = "measured: NVML on this machine"
+
+
+def profile_from_gpu(gpu: GpuInfo, profiles: list[HardwareProfile]) -> HardwareProfile:
+    """A profile for planning on a probed GPU: memory and bandwidth as NVML measures them here; FLOPS,
+    INT8 and TDP from the shipped profile of the same name (with its sources), else None."""
+    shipped = match_profile(gpu.name, profiles)
+    sources: dict[str, str] = {
+        "memory_bytes": f"{MEASURED} (nvmlDeviceGetMemoryInfo total = {gpu.memory_total_bytes / MIB:.0f} MiB)",
+    }
+    if gpu.memory_bandwidth_bytes_per_s:
+        bw = gpu.memory_bandwidth_bytes_per_s
+        sources["memory_bandwidth_bytes_per_s"] = (
+            f"{MEASURED} (max memory clock {gpu.memory_clock_mhz} MHz x {gpu.memory_bus_width_bits}-bit bus "
+            f"/ 8 x {DDR_FACTOR} (double data rate); theoretical peak)")
+    elif shipped is not None:
+        bw = shipped.memory_bandwidth_bytes_per_s
+        sources["memory_bandwidth_bytes_per_s"] = (
+            f"from profile {shipped.name!r} (NVML gave no memory clock/bus width): "
+            f"{shipped.sources.get('memory_bandwidth_bytes_per_s', '')}")
+    else:
+        raise UserError(
+            f"cannot plan for GPU {gpu.index} ({gpu.name}): NVML reports no memory clock or bus width, "
+            "and no hardware profile has this name",
+            hint="pick a profile with --gpu NAME, or add profiles/hardware/<gpu>.yaml with sourced figures")
+    rec: dict[str, Any] = {
+        "name": gpu.name,
+        "vendor": "NVIDIA",
+        "aliases": [],
+        "memory_bytes": gpu.memory_total_bytes,
+        "memory_bandwidth_bytes_per_s": bw,
+        "backend": "cuda",
+        "sources": sources,
+        "reliability": "ok",
+    }
+    if gpu.compute_capability:
+        rec["compute_capability"] = gpu.compute_capability
+        sources["compute_capability"] = f"{MEASURED} (nvmlDeviceGetCudaComputeCapability)"
+    notes = [f"probed GPU {gpu.index}"]
+    if gpu.power_limit_w:
+        notes.append(f"power limit {gpu.power_limit_w:.0f} W (NVML)")
+    if shipped is not None:
+        notes.append(f"FLOPS/INT8/TDP from profile {shipped.name!r}")
+        for field in ("fp16_flops_per_s", "int8_ops_per_s", "tdp_w"):
+            v = getattr(shipped, field)
+            if v is not None:
+                rec[field] = v
+                sources[field] = f"from profile {shipped.name!r}: {shipped.sources.get(field, '')}"
+        if shipped.compute_capability and not gpu.compute_capability:
+            rec["compute_capability"] = shipped.compute_capability
+            sources["compute_capability"] = (f"from profile {shipped.name!r}: "
+                                             f"{shipped.sources.get('compute_capability', '')}")
+    else:
+        notes.append("no shipped profile has this name: FLOPS unknown")
+    rec["notes"] = "; ".join(notes)
+    return HardwareProfile.model_validate(rec)
+
+
+CPU_PLANNING_NAMES = ("cpu", "host", "this-cpu")
+
+
+def cpu_profile(host: HostInfo) -> HardwareProfile:
+    """Plan for this machine's CPU: RAM as the memory budget (the cgroup limit when lower). No sourced bandwidth or
+    FLOP/s figure exists for an arbitrary CPU, so latency is unknown until `recommender calibrate` has measured
+    this CPU (bandwidth 0 = unknown to the estimator)."""
+    ram = min(x for x in (host.ram_total_bytes, host.ram_limit_bytes) if x)
+    return HardwareProfile(
+        name=host.cpu.model or "this CPU", vendor="host", memory_bytes=ram, memory_bandwidth_bytes_per_s=0.0,
+        backend="cpu",
+        sources={"memory_bytes": "measured: /proc/meminfo (and the cgroup memory limit) on this machine",
+                 "memory_bandwidth_bytes_per_s": "unknown (no sourced figure for this CPU): run `recommender calibrate`"},
+        notes=f"this machine's CPU ({host.cpu.logical_cores} logical cores)")
+
+
+def override_memory(profile: HardwareProfile, memory_bytes: int) -> HardwareProfile:
+    """The same profile with the user's memory figure (--vram), recorded as the memory source."""
+    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int) or memory_bytes <= 0:
+        raise UserError(f"invalid GPU memory size {memory_bytes!r}", hint="give a positive size, e.g. --vram 24GiB")
+    data = profile.model_dump()
+    data["memory_bytes"] = memory_bytes
+    data["sources"] = {**profile.sources,
+                       "memory_bytes": f"user override (--vram {memory_bytes / GIB:.2f} GiB)"}
+    note = f"memory overridden by the user ({memory_bytes / GIB:.2f} GiB; profile said {profile.memory_bytes / GIB:.2f} GiB)"
+    data["notes"] = f"{profile.notes}; {note}" if profile.notes else note
+    return HardwareProfile.model_validate(data)
+
+
+def hardware_key(name: str, profiles: list[HardwareProfile]) -> str:
+    """One name per GPU model: a shipped profile's name when NVML's name matches one ('NVIDIA H200' -> 'h200 sxm'),
+    so rows measured here are found whether one plans with --gpu or on this machine."""
+
+    prof = match_profile(name, profiles)
+    return (prof.name if prof else name).lower()
+
+
+def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None):
+    """The GPU to plan for: --gpu NAME (a shipped profile; `cpu` = this machine's CPU and RAM), else the first GPU
+    found, else the default reference; ``vram`` (--vram as typed, or bytes) overrides its memory.
+
+    Returns (profile, notes)."""
+
+    notes = []
+    profiles = load_profiles()
+    if gpu and gpu.strip().lower() in CPU_PLANNING_NAMES:
+        prof = cpu_profile(probe_host())
+        notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM)")
+    elif gpu:
+        prof = find_profile(gpu, profiles)
+    else:
+        host = probe_host()
+        if host.gpus:
+            prof = profile_from_gpu(host.gpus[0], profiles)
+            notes.append(f"planning for the GPU found here: {prof.name}")
+        else:
+            prof = find_profile(DEFAULT_PLANNING_GPU, profiles)
+            notes.append(f"no GPU found here ({host.gpu_status}); planning for a {prof.name} — "
+                         f"use --gpu NAME to plan for another GPU")
+    if vram is not None:
+        prof = override_memory(prof, parse_memory(vram) if isinstance(vram, str) else vram)
+    return prof, notes
+
+
+# A GPU-less machine plans for this reference card (the most common 24 GB card in the llama.cpp CUDA scoreboard).
+DEFAULT_PLANNING_GPU = "RTX 4090"

@@ -1,0 +1,601 @@
+"""Model architecture: config.json / GGUF header -> ModelSpec -> the weight tensors llama.cpp would store.
+
+Pure functions; nothing heavy is imported at module import time (``gguf`` is imported inside ``spec_from_gguf``).
+
+Tensor names and shapes follow llama.cpp's GGUF conventions (names from ``src/llama-arch.cpp`` LLM_TENSOR_NAMES,
+shapes from the per-architecture ``create_tensor`` calls in ``src/models/<arch>.cpp`` of ggml-org/llama.cpp).
+Shapes are in ggml order: ``ne0`` (the input / contiguous dimension) first, then rows, then experts.
+
+Parameter counts (``param_counts``) are the sum of the elements of those tensors, a tied embedding counted once.
+
+Not in the inventory: the RoPE helper tables the GGUF converter adds for some rope scalings (``rope_freqs.weight``
+{head_dim/2} F32 for Llama-3 "llama3" scaling, ``rope_factors_long/short.weight`` for Phi-3 "longrope"). They are
+not parameters and weigh at most a few hundred bytes; ``spec_from_gguf`` skips them when counting parameters.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+
+from recommender.core.errors import UserError
+from recommender.core.gguf_header import read_header
+from recommender.core.records import ModelSpec, TensorInfo
+
+# ----------------------------------------------------------------------------------------------------------------
+# config.json -> ModelSpec
+# ----------------------------------------------------------------------------------------------------------------
+
+# HF model_type -> llama.cpp GGUF architecture name (``general.architecture``), from convert_hf_to_gguf.py's
+# ``@ModelBase.register`` classes (ggml-org/llama.cpp): Mistral and Mixtral are converted as "llama".
+GGUF_ARCH = {
+    "llama": "llama", "mistral": "llama", "mixtral": "llama",
+    "qwen2": "qwen2", "qwen2_moe": "qwen2moe", "qwen3": "qwen3", "qwen3_moe": "qwen3moe",
+    "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3", "gemma3_text": "gemma3",
+    "phi3": "phi3", "internlm2": "internlm2", "baichuan": "baichuan", "minicpm": "minicpm",
+    "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2",
+}
+# and the reverse, for GGUF files
+_MODEL_TYPE_OF_GGUF_ARCH = {
+    "llama": "llama", "qwen2": "qwen2", "qwen2moe": "qwen2_moe", "qwen3": "qwen3", "qwen3moe": "qwen3_moe",
+    "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3", "internlm2": "internlm2",
+    "baichuan": "baichuan", "minicpm": "minicpm", "deepseek2": "deepseek_v2",
+}
+
+# Library defaults for keys a config.json may omit, from the transformers configuration classes (the values the
+# model actually loads with). Only keys that real published config.json files are known to omit are listed.
+#  - gemma3_text: transformers src/transformers/models/gemma3/configuration_gemma3.py, Gemma3TextConfig.__init__
+#    (the HF gemma-3-4b/12b/27b config.json text_config omits heads, kv heads, head_dim, vocab_size).
+#  - gemma / gemma2: GemmaConfig / Gemma2Config (tie_word_embeddings=True, head_dim=256).
+#  - tie_word_embeddings defaults: False for LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config,
+#    Qwen3MoeConfig, Phi3Config, DeepseekV2Config; InternLM2 / Baichuan remote code: False.
+LIBRARY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {"vocab_size": 262_208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                    "max_position_embeddings": 131_072, "sliding_window": 4096, "sliding_window_pattern": 6},
+    "gemma2": {"head_dim": 256, "sliding_window": 4096, "max_position_embeddings": 8192},
+    "gemma": {"head_dim": 256},
+}
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}  # Gemma*Config(tie_word_embeddings=True)
+
+_QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}  # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True)
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+_POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
+
+# GGUF layout quirks: Phi-3 keeps HF's fused qkv_proj and gate_up_proj (llama.cpp src/models/phi3.cpp:
+# attn_qkv {n_embd, n_embd + 2*n_embd_gqa}, ffn_up {n_embd, 2*n_ff}, no ffn_gate). InternLM2 (wqkv) and Baichuan
+# (W_pack) are fused in HF but convert_hf_to_gguf.py splits them into attn_q / attn_k / attn_v.
+_FUSED_QKV_GGUF = {"phi3"}
+_FUSED_GATE_UP_GGUF = {"phi3"}
+
+
+def _bad(msg: str, hint: str = "give a Hugging Face config.json (the file next to the model weights)") -> UserError:
+    return UserError(msg, hint=hint)
+
+
+def _first(d: dict, *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if k in d and d[k] is not None:
+            return d[k]
+    return default
+
+
+def _as_int(value: Any, key: str, model_id: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < 0:
+        raise _bad(f"config for {model_id}: {key} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def spec_from_config(config: dict, model_id: str, source: str = "", source_kind: str = "",
+                     license: Optional[str] = None, notes: Optional[str] = None) -> ModelSpec:
+    """Parse a Hugging Face ``config.json`` dict into a ModelSpec (text model only for multimodal wrappers)."""
+    if not isinstance(config, dict):
+        raise _bad(f"config for {model_id} is not a JSON object (got {type(config).__name__})")
+    text = config.get("text_config")
+    if isinstance(text, dict) and "hidden_size" not in config:
+        # multimodal wrapper (Gemma3ForConditionalGeneration, ...): the language model's fields live in text_config
+        cfg = {**{k: v for k, v in config.items() if k in ("torch_dtype", "tie_word_embeddings")}, **text}
+    else:
+        cfg = config
+    archs = config.get("architectures")
+    model_type = str(_first(cfg, "model_type", default="") or config.get("model_type") or "")
+    architecture = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else model_type
+    if not architecture:
+        raise _bad(f"config for {model_id} names no architecture (no 'architectures' and no 'model_type')")
+
+    used_defaults: list[str] = []
+    defaults = LIBRARY_DEFAULTS.get(model_type, {})
+
+    def get(*keys: str, required: bool = True, default: Any = None) -> Any:
+        v = _first(cfg, *keys)
+        if v is None and keys[0] in defaults:
+            v = defaults[keys[0]]
+            used_defaults.append(f"{keys[0]}={v}")
+        if v is None:
+            if required:
+                raise _bad(f"config for {model_id} has no {keys[0]}")
+            return default
+        return v
+
+    hidden = _as_int(get("hidden_size", "n_embd", "d_model"), "hidden_size", model_id)
+    n_layers = _as_int(get("num_hidden_layers", "n_layer", "num_layers", "n_layers"), "num_hidden_layers", model_id)
+    n_heads = _as_int(get("num_attention_heads", "n_head", "num_heads"), "num_attention_heads", model_id)
+    vocab = _as_int(get("vocab_size", "padded_vocab_size"), "vocab_size", model_id)
+    if hidden == 0 or n_layers == 0 or n_heads == 0 or vocab == 0:
+        raise _bad(f"config for {model_id}: hidden_size, num_hidden_layers, num_attention_heads and vocab_size "
+                   "must be positive")
+    n_kv = _as_int(get("num_key_value_heads", "num_kv_heads", "multi_query_group_num", required=False,
+                       default=n_heads), "num_key_value_heads", model_id)
+    head_dim = get("head_dim", required=False)
+    head_dim = _as_int(head_dim, "head_dim", model_id) if head_dim else hidden // n_heads
+    max_pos = _as_int(get("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length",
+                          required=False, default=0), "max_position_embeddings", model_id)
+
+    # Mixture of experts
+    n_experts = _as_int(get("num_local_experts", "num_experts", "n_routed_experts", required=False, default=0),
+                        "num_experts", model_id)
+    top_k = _as_int(get("num_experts_per_tok", "moe_top_k", required=False, default=0) if n_experts else 0,
+                    "num_experts_per_tok", model_id)
+    dense_ff = get("intermediate_size", "ffn_hidden_size", "n_inner", required=not n_experts, default=0)
+    dense_ff = _as_int(dense_ff, "intermediate_size", model_id)
+    moe_ff = n_shared = shared_ff = first_dense = 0
+    if n_experts:
+        moe_ff = _as_int(get("moe_intermediate_size", required=False, default=dense_ff), "moe_intermediate_size",
+                         model_id)
+        if model_type.startswith("deepseek"):
+            # DeepSeek-V2 modeling_deepseek.py: shared experts are one MLP of width moe_intermediate_size * n_shared
+            n_shared = _as_int(get("n_shared_experts", required=False, default=0), "n_shared_experts", model_id)
+            shared_ff = moe_ff * n_shared
+            first_dense = min(n_layers, _as_int(get("first_k_dense_replace", required=False, default=0),
+                                                "first_k_dense_replace", model_id))
+            if (get("moe_layer_freq", required=False, default=1) or 1) != 1:
+                raise _bad(f"config for {model_id}: moe_layer_freq != 1 is not supported",
+                           hint="only DeepSeek-V2/V3 layouts with an MoE block in every layer after "
+                                "first_k_dense_replace are modelled")
+        elif get("shared_expert_intermediate_size", required=False):
+            n_shared = 1  # Qwen2-MoE: one shared expert of shared_expert_intermediate_size
+            shared_ff = _as_int(get("shared_expert_intermediate_size"), "shared_expert_intermediate_size", model_id)
+        if get("mlp_only_layers", required=False) or (get("decoder_sparse_step", required=False, default=1) or 1) != 1:
+            raise _bad(f"config for {model_id}: mixed dense/MoE layers (mlp_only_layers / decoder_sparse_step) "
+                       "are not supported", hint="only models with an MoE block in every layer are modelled")
+        if not first_dense:
+            dense_ff = 0  # every layer is MoE: there is no dense MLP width
+        if not top_k:
+            raise _bad(f"config for {model_id}: MoE config without num_experts_per_tok")
+
+    # Multi-head latent attention (DeepSeek-V2/V3)
+    kv_lora = _as_int(get("kv_lora_rank", required=False, default=0), "kv_lora_rank", model_id)
+    q_lora = qk_rope = qk_nope = v_head = 0
+    if kv_lora:
+        q_lora = _as_int(get("q_lora_rank", required=False, default=0), "q_lora_rank", model_id)
+        qk_rope = _as_int(get("qk_rope_head_dim"), "qk_rope_head_dim", model_id)
+        qk_nope = _as_int(get("qk_nope_head_dim"), "qk_nope_head_dim", model_id)
+        v_head = _as_int(get("v_head_dim"), "v_head_dim", model_id)
+
+    # Sliding-window attention
+    window = get("sliding_window", required=False)
+    n_swa = 0
+    layer_types = cfg.get("layer_types")
+    if isinstance(layer_types, list) and layer_types:
+        n_swa = sum(1 for t in layer_types if t == "sliding_attention")
+    elif window:
+        if model_type == "gemma2":
+            # modeling_gemma2.py: is_sliding = not bool(layer_idx % 2) -> even layers are local
+            n_swa = (n_layers + 1) // 2
+        elif model_type in ("gemma3", "gemma3_text"):
+            # modeling_gemma3.py: is_sliding = bool((layer_idx + 1) % sliding_window_pattern)
+            pattern = _as_int(get("sliding_window_pattern", required=False, default=6), "sliding_window_pattern",
+                              model_id)
+            n_swa = n_layers - (n_layers // pattern if pattern else 0)
+        elif "use_sliding_window" in cfg:
+            # Qwen2/Qwen3: layers >= max_window_layers use the window, only if use_sliding_window
+            if cfg.get("use_sliding_window"):
+                n_swa = n_layers - min(n_layers, int(cfg.get("max_window_layers") or 0))
+        else:
+            n_swa = n_layers  # Mistral-7B-v0.1 style: every layer
+    window = _as_int(window, "sliding_window", model_id) if window else None
+    if not n_swa or (window and max_pos and window >= max_pos):
+        # a window at least as long as the context changes nothing (Phi-3.5: 262144 > 131072)
+        window, n_swa = None, 0
+
+    tie = cfg.get("tie_word_embeddings")
+    if tie is None:
+        tie = model_type in _TIED_BY_DEFAULT
+        if model_type in _TIED_BY_DEFAULT:
+            used_defaults.append("tie_word_embeddings=True")
+    bias = cfg.get("attention_bias", cfg.get("bias", False))
+    dtype = _first(cfg, "torch_dtype", "dtype")
+
+    if used_defaults:
+        extra = f"library defaults used for keys absent from config.json: {', '.join(used_defaults)}"
+        notes = f"{notes}; {extra}" if notes else extra
+    spec = ModelSpec(
+        id=model_id, architecture=architecture, model_type=model_type, hidden_size=hidden, num_layers=n_layers,
+        num_attention_heads=n_heads, num_kv_heads=n_kv, head_dim=head_dim, intermediate_size=dense_ff,
+        vocab_size=vocab, max_position_embeddings=max_pos, tie_word_embeddings=bool(tie),
+        torch_dtype=str(dtype) if dtype else None,
+        attention_bias=model_type in _QKV_BIAS_TYPES or bool(bias),
+        qk_norm=model_type in _QK_NORM_TYPES, extra_norms_per_layer=2 if model_type in _POST_NORM_TYPES else 0,
+        sliding_window=window, num_swa_layers=n_swa,
+        num_experts=n_experts, num_experts_per_tok=top_k, moe_intermediate_size=moe_ff,
+        num_shared_experts=n_shared, shared_expert_intermediate_size=shared_ff, first_k_dense_layers=first_dense,
+        kv_lora_rank=kv_lora, q_lora_rank=q_lora, qk_rope_head_dim=qk_rope, qk_nope_head_dim=qk_nope,
+        v_head_dim=v_head, source=source, source_kind=source_kind, license=license, notes=notes,
+    )
+    total, active = param_counts(spec)
+    return spec.model_copy(update={"params_total": total, "params_active": active})
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# ModelSpec -> tensors (GGUF names)
+# ----------------------------------------------------------------------------------------------------------------
+
+# A raw tensor: (name, shape, layer or -1, expert_count)
+RawTensor = tuple[str, tuple[int, ...], int, int]
+
+
+class ArchKey(NamedTuple):
+    """The ModelSpec fields that decide the tensor inventory (hashable: the cache key of inventory and sizes)."""
+
+    gguf_arch: str
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    attention_bias: bool
+    qk_norm: bool
+    extra_norms_per_layer: int
+    num_experts: int
+    num_experts_per_tok: int
+    moe_intermediate_size: int
+    num_shared_experts: int
+    shared_expert_intermediate_size: int
+    first_k_dense_layers: int
+    kv_lora_rank: int
+    q_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+
+
+def gguf_arch(spec: ModelSpec) -> str:
+    """llama.cpp architecture name for a spec (GGUF ``general.architecture``)."""
+    if spec.model_type in GGUF_ARCH:
+        return GGUF_ARCH[spec.model_type]
+    if spec.source_kind == "gguf header":
+        return spec.architecture
+    return "llama"  # unknown HF model_type: the llama layout is the common denominator
+
+
+def arch_key(spec: ModelSpec) -> ArchKey:
+    return ArchKey(gguf_arch(spec), spec.hidden_size, spec.num_layers, spec.num_attention_heads, spec.num_kv_heads,
+                   spec.head_dim, spec.intermediate_size, spec.vocab_size, spec.tie_word_embeddings,
+                   spec.attention_bias, spec.qk_norm, spec.extra_norms_per_layer, spec.num_experts,
+                   spec.num_experts_per_tok, spec.moe_intermediate_size, spec.num_shared_experts,
+                   spec.shared_expert_intermediate_size, spec.first_k_dense_layers, spec.kv_lora_rank,
+                   spec.q_lora_rank, spec.qk_rope_head_dim, spec.qk_nope_head_dim, spec.v_head_dim)
+
+
+def raw_inventory(spec: ModelSpec) -> tuple[RawTensor, ...]:
+    """Cached, plain-tuple form of ``tensor_inventory`` (fast path for recommender.quant)."""
+    return raw_inventory_of(arch_key(spec))
+
+
+@lru_cache(maxsize=1024)
+def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
+    (arch, H, L, nh, nkv, hd, ff, V, tied, qkv_bias, qk_norm, extra_norms,
+     E, _top_k, ff_exp, n_shared, ff_sh, first_dense, kv_lora, q_lora, qk_rope, qk_nope, v_hd) = key
+    fused_qkv = arch in _FUSED_QKV_GGUF
+    fused_up = arch in _FUSED_GATE_UP_GGUF
+    out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
+    q_dim, kv_dim = nh * hd, nkv * hd
+    for i in range(L):
+        b = f"blk.{i}."
+        t = [(b + "attn_norm.weight", (H,))]
+        if kv_lora:  # llama.cpp src/models/deepseek2.cpp (legacy attn_kv_b layout)
+            q_width = nh * (qk_nope + qk_rope)
+            if q_lora:
+                t += [(b + "attn_q_a.weight", (H, q_lora)), (b + "attn_q_a_norm.weight", (q_lora,)),
+                      (b + "attn_q_b.weight", (q_lora, q_width))]
+            else:
+                t += [(b + "attn_q.weight", (H, q_width))]
+            t += [(b + "attn_kv_a_mqa.weight", (H, kv_lora + qk_rope)), (b + "attn_kv_a_norm.weight", (kv_lora,)),
+                  (b + "attn_kv_b.weight", (kv_lora, nh * (qk_nope + v_hd))),
+                  (b + "attn_output.weight", (nh * v_hd, H))]
+        else:
+            if fused_qkv:
+                t += [(b + "attn_qkv.weight", (H, q_dim + 2 * kv_dim))]
+                if qkv_bias:
+                    t += [(b + "attn_qkv.bias", (q_dim + 2 * kv_dim,))]
+            else:
+                t += [(b + "attn_q.weight", (H, q_dim)), (b + "attn_k.weight", (H, kv_dim)),
+                      (b + "attn_v.weight", (H, kv_dim))]
+                if qkv_bias:
+                    t += [(b + "attn_q.bias", (q_dim,)), (b + "attn_k.bias", (kv_dim,)), (b + "attn_v.bias", (kv_dim,))]
+            if qk_norm:
+                t += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
+            t += [(b + "attn_output.weight", (q_dim, H))]
+        if extra_norms:
+            t += [(b + "post_attention_norm.weight", (H,))]
+        t += [(b + "ffn_norm.weight", (H,))]
+        if E and i >= first_dense:
+            t += [(b + "ffn_gate_inp.weight", (H, E)),
+                  (b + "ffn_gate_exps.weight", (H, ff_exp, E)), (b + "ffn_up_exps.weight", (H, ff_exp, E)),
+                  (b + "ffn_down_exps.weight", (ff_exp, H, E))]
+            if n_shared and ff_sh:
+                if arch == "qwen2moe":
+                    t += [(b + "ffn_gate_inp_shexp.weight", (H,))]
+                t += [(b + "ffn_gate_shexp.weight", (H, ff_sh)), (b + "ffn_up_shexp.weight", (H, ff_sh)),
+                      (b + "ffn_down_shexp.weight", (ff_sh, H))]
+        elif fused_up:
+            t += [(b + "ffn_up.weight", (H, 2 * ff)), (b + "ffn_down.weight", (ff, H))]
+        else:
+            t += [(b + "ffn_gate.weight", (H, ff)), (b + "ffn_up.weight", (H, ff)), (b + "ffn_down.weight", (ff, H))]
+        if extra_norms:
+            t += [(b + "post_ffw_norm.weight", (H,))]
+        out += [(n, s, i, E if len(s) == 3 else 1) for n, s in t]
+    out.append(("output_norm.weight", (H,), -1, 1))
+    if not tied:
+        out.append(("output.weight", (H, V), -1, 1))
+    return tuple(out)
+
+
+def tensor_inventory(spec: ModelSpec) -> list[TensorInfo]:
+    """Every weight tensor of the model as llama.cpp's GGUF names it, shapes in ggml order (ne0 first)."""
+    return [TensorInfo.model_construct(name=n, shape=s, layer=None if layer < 0 else layer, expert_count=e)
+            for n, s, layer, e in raw_inventory(spec)]
+
+
+def is_parameter(name: str) -> bool:
+    """False for tensors the GGUF converter adds that are not trained parameters (RoPE frequency tables)."""
+    return not name.startswith(("rope_freqs", "rope_factors_"))
+
+
+def param_counts(spec: ModelSpec) -> tuple[int, int]:
+    """(total, active-per-token) parameter counts from the tensor inventory.
+
+    Active = total minus the routed experts a token does not use: for every stacked expert tensor, only
+    ``num_experts_per_tok`` of its ``num_experts`` slices count. Embeddings, attention, router, shared experts and
+    norms are always active. For dense models active == total.
+    """
+    return _param_counts(arch_key(spec))
+
+
+@lru_cache(maxsize=1024)
+def _param_counts(key: ArchKey) -> tuple[int, int]:
+    top_k = key.num_experts_per_tok
+    total = active = 0
+    for name, shape, _layer, experts in raw_inventory_of(key):
+        if not is_parameter(name):
+            continue
+        n = 1
+        for d in shape:
+            n *= d
+        total += n
+        active += n if experts <= 1 else n // experts * min(top_k, experts)
+    return total, active
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# GGUF header -> ModelSpec
+# ----------------------------------------------------------------------------------------------------------------
+
+class GgufTensor(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: cold start
+
+    name: str
+    shape: tuple[int, ...]  # ggml order (ne0 first)
+    ggml_type: str  # "Q4_K", "F32", ...
+    n_bytes: int
+    offset: int  # from the start of the tensor data section
+
+
+class GgufFileInfo(BaseModel):
+    """What a GGUF header says about the file (nothing here comes from reading tensor data)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: cold start
+
+    path: str
+    file_bytes: int
+    gguf_version: int
+    architecture: str
+    name: Optional[str] = None
+    file_type: Optional[int] = None  # general.file_type (llama_ftype)
+    file_type_name: Optional[str] = None  # "MOSTLY_Q4_K_M", ...
+    alignment: int = 32
+    data_offset: int  # bytes before the tensor data: header + metadata (tokenizer) + padding
+    tensor_data_bytes: int  # sum of the tensors' own bytes
+    tensor_count: int
+    tensors: list[GgufTensor]
+
+    @property
+    def metadata_bytes(self) -> int:
+        return self.data_offset
+
+
+_GGUF_HINT = "give a complete .gguf file (re-download it if it was cut short)"
+
+
+def read_gguf_header(path: str | os.PathLike) -> GgufFileInfo:
+    """Parse a GGUF header (recommender.gguf_header: the metadata and tensor infos; tensor data is not read)."""
+    return _read_gguf(path)[0]
+
+
+def _read_gguf(path: str | os.PathLike) -> tuple[GgufFileInfo, Any]:
+    """(GgufFileInfo, the GgufHeader it came from). Arrays outside ``tokenizer.*`` are kept (per-layer values)."""
+
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"no such GGUF file: {p}", hint="give the path of a .gguf file")
+    size = p.stat().st_size
+    try:
+        import gguf  # noqa: PLC0415  (ggml type names and block sizes)
+    except ImportError as e:  # pragma: no cover - gguf is a dependency
+        raise UserError("the 'gguf' package is not installed", hint="pip install gguf") from e
+    with open(p, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"GGUF":
+        raise UserError(f"{p.name} is not a GGUF file (magic {magic!r}, expected b'GGUF')",
+                        hint="give a llama.cpp .gguf file")
+    try:
+        header = read_header(p, keep_arrays=lambda key: not key.startswith("tokenizer."))
+        tensors = []
+        for name, shape, type_id, offset in header.tensors:
+            qtype = gguf.GGMLQuantizationType(type_id)
+            block, type_bytes = gguf.GGML_QUANT_SIZES[qtype]
+            n = 1
+            for d in shape:
+                n *= d
+            tensors.append(GgufTensor(name=name, shape=tuple(shape), ggml_type=qtype.name,
+                                      n_bytes=n // block * type_bytes, offset=offset))
+    except Exception as e:  # noqa: BLE001 - any parse failure is a bad file
+        reason = (str(e).splitlines() or [type(e).__name__])[0][:160]
+        raise UserError(f"cannot read {p.name} as GGUF ({size:,} bytes): the file is truncated or malformed",
+                        hint=f"re-download or re-convert it (the header reader said: {reason})") from None
+    end = max((header.data_offset + t.offset + t.n_bytes for t in tensors), default=header.data_offset)
+    if end > size:
+        raise UserError(f"{p.name} is truncated: its header describes {end:,} bytes but the file has {size:,}",
+                        hint=_GGUF_HINT)
+    arch = header.get("general.architecture")
+    if not isinstance(arch, str) or not arch:
+        raise UserError(f"{p.name}: GGUF header has no general.architecture", hint=_GGUF_HINT)
+    ftype = header.get("general.file_type")
+    ftype_name = None
+    if isinstance(ftype, int):
+        try:
+            ftype_name = gguf.LlamaFileType(ftype).name
+        except ValueError:
+            ftype_name = None
+    return GgufFileInfo(path=str(p), file_bytes=size, gguf_version=header.version, architecture=arch,
+                        name=header.get("general.name"), file_type=ftype if isinstance(ftype, int) else None,
+                        file_type_name=ftype_name, alignment=header.alignment,
+                        data_offset=header.data_offset, tensor_data_bytes=sum(t.n_bytes for t in tensors),
+                        tensor_count=len(tensors), tensors=tensors), header
+
+
+def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
+    """Read a .gguf header and return (ModelSpec, GgufFileInfo). Raises UserError on a bad / truncated file."""
+    info, header = _read_gguf(path)
+    p = Path(path)
+    arch = info.architecture
+    shapes = {t.name: t.shape for t in info.tensors}
+
+    def kv(key: str, default: Any = None) -> Any:
+        v = header.get(f"{arch}.{key}")
+        return default if v is None else v
+
+    def need_int(key: str) -> int:
+        v = kv(key)
+        if isinstance(v, list):  # per-layer arrays (e.g. head_count_kv on some archs): take the largest
+            v = max(v) if v else None
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise UserError(f"{p.name}: GGUF header lacks {arch}.{key}", hint=_GGUF_HINT)
+        return v
+
+    H = need_int("embedding_length")
+    L = need_int("block_count")
+    nh = need_int("attention.head_count")
+    nkv_raw = kv("attention.head_count_kv", nh)
+    nkv = max(nkv_raw) if isinstance(nkv_raw, list) and nkv_raw else int(nkv_raw)
+    ctx = int(kv("context_length", 0) or 0)
+
+    vocab = header.array_len("tokenizer.ggml.tokens") or int(kv("vocab_size", 0) or 0)
+    if not vocab and "token_embd.weight" in shapes:
+        vocab = shapes["token_embd.weight"][1]
+
+    E = int(kv("expert_count", 0) or 0)
+    top_k = int(kv("expert_used_count", 0) or 0) if E else 0
+    ff = int(kv("feed_forward_length", 0) or 0) if not isinstance(kv("feed_forward_length"), list) \
+        else max(kv("feed_forward_length"))
+    ff_exp = int(kv("expert_feed_forward_length", 0) or 0)
+    n_shared = int(kv("expert_shared_count", 0) or 0)
+    ff_sh = int(kv("expert_shared_feed_forward_length", 0) or 0)
+    first_dense = int(kv("leading_dense_block_count", 0) or 0)
+    if E:
+        if not ff_exp:
+            ff_exp = shapes.get(f"blk.{first_dense}.ffn_down_exps.weight", (ff,))[0] or ff
+        if n_shared and not ff_sh:
+            ff_sh = shapes.get(f"blk.{first_dense}.ffn_down_shexp.weight", (0,))[0] or ff_exp * n_shared
+        if not n_shared and f"blk.{first_dense}.ffn_down_shexp.weight" in shapes:
+            n_shared = 1
+            ff_sh = shapes[f"blk.{first_dense}.ffn_down_shexp.weight"][0]
+        elif n_shared and f"blk.{first_dense}.ffn_down_shexp.weight" in shapes:
+            ff_sh = shapes[f"blk.{first_dense}.ffn_down_shexp.weight"][0]
+        if not first_dense:
+            ff = 0
+
+    kv_lora = int(kv("attention.kv_lora_rank", 0) or 0)
+    q_lora = int(kv("attention.q_lora_rank", 0) or 0) if kv_lora else 0
+    key_len = int(kv("attention.key_length", 0) or 0)
+    val_len = int(kv("attention.value_length", 0) or 0)
+    qk_rope = qk_nope = v_hd = 0
+    if kv_lora:
+        # GGUFs written for MLA absorption (llama.cpp 2025+) store the per-head sizes in key_length_mla /
+        # value_length_mla and the latent sizes (kv_lora_rank + rope, kv_lora_rank) in key_length / value_length.
+        key_mla = int(kv("attention.key_length_mla", 0) or 0)
+        val_mla = int(kv("attention.value_length_mla", 0) or 0)
+        qk_rope = int(kv("rope.dimension_count", 0) or 0)
+        qk_nope = ((key_mla or key_len) - qk_rope) if (key_mla or key_len) else 0
+        v_hd = val_mla or val_len
+        head_dim = H // nh
+    else:
+        head_dim = key_len or H // nh
+
+    window = kv("attention.sliding_window")
+    window = int(window) if isinstance(window, int) and window > 0 else None
+    n_swa = 0
+    if window:
+        pattern = kv("attention.sliding_window_pattern")
+        if isinstance(pattern, list):
+            n_swa = sum(1 for x in pattern if x)
+        elif arch == "gemma2":
+            n_swa = (L + 1) // 2
+        elif arch == "gemma3":
+            pat = int(pattern) if isinstance(pattern, int) and pattern > 0 else 6
+            n_swa = L - L // pat
+        else:
+            n_swa = L
+        if ctx and window >= ctx:
+            window, n_swa = None, 0
+
+    blk0 = {n[len("blk.0."):] for n in shapes if n.startswith("blk.0.")}
+    attention_bias = "attn_q.bias" in blk0 or "attn_qkv.bias" in blk0
+    qk_norm = "attn_q_norm.weight" in blk0
+    extra_norms = sum(1 for n in ("post_attention_norm.weight", "post_ffw_norm.weight") if n in blk0)
+    if not ff and not E:
+        ff = shapes.get("blk.0.ffn_down.weight", (0,))[0]
+    model_type = _MODEL_TYPE_OF_GGUF_ARCH.get(arch, arch)
+    name = info.name or p.stem
+    spec = ModelSpec(
+        id=name, architecture=arch, model_type=model_type, hidden_size=H, num_layers=L, num_attention_heads=nh,
+        num_kv_heads=nkv, head_dim=head_dim, intermediate_size=ff, vocab_size=vocab, max_position_embeddings=ctx,
+        tie_word_embeddings="output.weight" not in shapes, torch_dtype=None, attention_bias=attention_bias,
+        qk_norm=qk_norm, extra_norms_per_layer=extra_norms, sliding_window=window, num_swa_layers=n_swa,
+        num_experts=E, num_experts_per_tok=top_k, moe_intermediate_size=ff_exp if E else 0,
+        num_shared_experts=n_shared, shared_expert_intermediate_size=ff_sh, first_k_dense_layers=first_dense,
+        kv_lora_rank=kv_lora, q_lora_rank=q_lora, qk_rope_head_dim=qk_rope, qk_nope_head_dim=qk_nope,
+        v_head_dim=v_hd, source=str(p.resolve()), source_kind="gguf header",
+        notes=f"GGUF file type {info.file_type_name or info.file_type}; general.name {info.name!r}",
+    )
+    # parameters straight from the header's tensor shapes (exact for this file)
+    total = active = 0
+    for t in info.tensors:
+        if not is_parameter(t.name):
+            continue
+        n = 1
+        for d in t.shape:
+            n *= d
+        total += n
+        if "_exps." in t.name and len(t.shape) == 3 and E:
+            active += n // t.shape[2] * min(top_k, t.shape[2])
+        else:
+            active += n
+    return spec.model_copy(update={"params_total": total, "params_active": active}), info

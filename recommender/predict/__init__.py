@@ -1,0 +1,14 @@
+"""Layer 4, the figures: analytical terms (analytical, constants), calibrated terms (calibrated; fitted by fit) and
+the Predictor (predictor), the only place that applies analytical -> calibrated -> measured."""
+
+from recommender.predict.calibrated import CALIBRATION_VERSION
+from recommender.predict.constants import ESTIMATE_FORMULA_VERSION
+from recommender.predict.predictor import Config, Prediction, Predictor
+
+
+def versions() -> dict[str, str]:
+    """The labels of the figures: a changed figure needs a changed label (tests/test_golden.py)."""
+    return {"formula": ESTIMATE_FORMULA_VERSION, "calibration": CALIBRATION_VERSION}
+
+
+__all__ = ["CALIBRATION_VERSION", "ESTIMATE_FORMULA_VERSION", "Config", "Prediction", "Predictor", "versions"]

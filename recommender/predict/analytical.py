@@ -1,0 +1,371 @@
+"""Analytical memory and latency estimates (pure functions, no I/O).
+
+Memory (bytes, on the GPU):   weights resident on the GPU + KV cache + compute/activation buffers + runtime overhead
+Latency (ms):                 prefill = max(FLOPs / (peak x MFU), weight bytes / (bandwidth x efficiency))
+                                        + fixed overhead
+                              decode  = max(bytes read per step / (bandwidth x efficiency), FLOPs / (peak x MFU))
+                                        + per-token overhead
+Every constant comes from recommender.constants with its source; docs/estimates.md derives each term.
+TTFT and TPOT as vLLM's benchmarks define them (time to the first output token; (E2E - TTFT)/(n_out - 1)). The figures
+derived from them (E2E, decode rate, throughput) and the calibrated and measured figures that replace them are the
+Predictor's (recommender.predict.predictor): this module only computes the analytical terms.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import Field
+
+
+from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Strict, Variant
+from recommender.model.quant import QUANTS, weights_breakdown
+from recommender.predict import constants as C
+
+
+class Estimate(Strict):
+    model: str
+    quant: str
+    engine: str
+    hardware: str
+    context_tokens: int
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    kv_dtype: str
+    gpu_layers: Optional[int] = None  # repeating layers on the GPU (llama.cpp partial offload); None = every layer
+    weights_bytes: int  # the whole variant (file size of the tensors)
+    weights_gpu_bytes: int  # resident on the GPU
+    host_weights_bytes: int  # kept in host RAM (llama.cpp: token embeddings; with partial offload the host layers)
+    kv_bytes_per_token: int  # per token of context, every layer storing it (sliding-window layers included)
+    kv_cache_bytes: int  # for context_tokens x batch, sliding windows and padding respected
+    compute_buffer_bytes: int
+    runtime_overhead_bytes: int
+    overhead_bytes: int  # compute_buffer_bytes + runtime_overhead_bytes
+    total_vram_bytes: int
+    ttft_ms: Optional[float]  # None: the profile lacks the figure the formula needs (notes say which)
+    tpot_ms: Optional[float]
+    decode_bytes_per_step: int  # bytes read from GPU memory per decode step (weights touched + KV of every sequence)
+    decode_kv_bytes_per_step: int = 0  # the KV-cache part of decode_bytes_per_step
+    host_bytes_per_step: int = 0  # bytes read from host RAM per decode step (partial offload: host layers + their KV)
+    prefill_flops: float  # FLOPs of the prefill of prompt_tokens x batch
+    prefill_attention_flops: float = 0.0  # the attention (QK^T, AV) part of prefill_flops
+    weights_bytes_provenance: Provenance = "estimated"  # the variant's: measured for a file that was read
+    basis: dict[str, str]
+    notes: list[str] = Field(default_factory=list)
+
+
+def _family(quant: str) -> str:
+
+    return QUANTS[quant].family
+
+
+def _const(table: dict[str, C.Const] | dict, key: str) -> C.Const:
+    return table.get(key) or table["*"]
+
+
+_BREAKDOWN_CACHE: dict[tuple, tuple[int, int, int]] = {}
+
+
+def variant_bytes(spec: ModelSpec, quant: str) -> tuple[int, int, int]:
+    """(total, token-embedding, routed-expert) bytes of one variant, tensor by tensor (cached per run)."""
+    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
+    hit = _BREAKDOWN_CACHE.get(key)
+    if hit is None:
+
+        total = embd = experts = 0
+        for name, _type, nbytes in weights_breakdown(spec, quant):
+            total += nbytes
+            if name == "token_embd.weight":
+                embd = nbytes
+            if "_exps." in name:
+                experts += nbytes
+        hit = _BREAKDOWN_CACHE[key] = (total, embd, experts)
+    return hit
+
+
+_OUTSIDE_CACHE: dict[tuple, int] = {}
+
+
+def output_bytes(spec: ModelSpec, quant: str) -> int:
+    """Bytes of the tensors outside the repeating blocks other than the token embedding (output.weight,
+    output_norm.weight): llama.cpp's "output layer", on the GPU only when every layer is offloaded."""
+    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
+    hit = _OUTSIDE_CACHE.get(key)
+    if hit is None:
+
+        hit = _OUTSIDE_CACHE[key] = sum(n for name, _t, n in weights_breakdown(spec, quant)
+                                        if not name.startswith("blk.") and name != "token_embd.weight")
+    return hit
+
+
+# ------------------------------------------------------------------------------------------------------------
+# KV cache
+# ------------------------------------------------------------------------------------------------------------
+def kv_elements_per_token_per_layer(spec: ModelSpec, engine: str) -> int:
+    """K and V elements one token adds to one layer's cache.
+
+    Standard / grouped-query attention: 2 x kv_heads x head_dim (the GQA-aware formula).
+    MLA (DeepSeek-V2): vLLM and llama.cpp cache the compressed latent, kv_lora_rank + qk_rope_head_dim per token
+    (DeepSeek-V2 paper, sec. 2.1.2); transformers' eager cache stores full per-head K (nope+rope) and V.
+    """
+    if spec.is_mla:
+        if engine == "transformers":
+            return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim + spec.v_head_dim)
+        return spec.kv_lora_rank + spec.qk_rope_head_dim
+    return 2 * spec.num_kv_heads * spec.head_dim
+
+
+def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
+    per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
+    return int(round(per_layer * spec.num_layers))
+
+
+def _round_up(n: int, multiple: int) -> int:
+    """n rounded up to a multiple (ggml's GGML_PAD)."""
+    return -(-n // multiple) * multiple
+
+
+def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str = "llama.cpp",
+                   kv_dtype: str = "f16") -> int:
+    """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
+    per_layer_token = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
+    ctx = context_tokens
+    swa_tokens = min(ctx, spec.sliding_window or ctx)
+    if engine == "llama.cpp":
+        pad = int(C.LLAMA_CPP_CTX_PAD.value)
+        ctx = _round_up(ctx, pad)
+        if spec.num_swa_layers and spec.sliding_window:
+            # llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp): size_swa = GGML_PAD(min(size_base, n_swa + n_ubatch),
+            # 256) cells per sequence stream (kv_unified off, the default): the window plus one micro-batch
+            swa_tokens = min(ctx, _round_up(spec.sliding_window + int(C.LLAMA_CPP_N_UBATCH.value), pad))
+    full_layers = spec.num_layers - spec.num_swa_layers
+    tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
+    return int(round(per_layer_token * tokens * batch))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# FLOPs
+# ------------------------------------------------------------------------------------------------------------
+def _dense_matmul_params(spec: ModelSpec, embd_params: int) -> int:
+    """Parameters touched by matmuls for one token (active experts only; the embedding lookup is not a matmul)."""
+    return max(spec.params_active or spec.params_total, 1) - embd_params
+
+
+def _causal_pairs(p: int, window: Optional[int]) -> float:
+    """(query, key) pairs of causal attention over p tokens; with a sliding window each query sees at most w keys."""
+    if not window or p <= window:
+        return p * (p + 1) / 2
+    return window * (window + 1) / 2 + (p - window) * window
+
+
+def _heads_dim(spec: ModelSpec) -> int:
+    return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
+                                       else spec.head_dim)
+
+
+def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tuple[float, float]:
+    """(matmul, attention) FLOPs of a prefill of ``prompt_tokens`` x ``batch``.
+
+    Matmuls: 2 x params x tokens (Kaplan et al. 2020, C_forward ~ 2N per token). Attention: QK^T and AV cost
+    2 FLOPs x head_dim for each (query, key) pair and head -> 4 x pairs x heads x head_dim per layer, pairs counted
+    causally (and within the window on sliding-window layers). The output projection runs for the last token only
+    (llama.cpp and vLLM compute logits of the last position)."""
+    embd = spec.vocab_size * spec.hidden_size
+    out_proj = 0 if spec.tie_word_embeddings else embd
+    matmul = _dense_matmul_params(spec, embd) - out_proj
+    full = spec.num_layers - spec.num_swa_layers
+    pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
+                                                                                            spec.sliding_window)
+    attn = 4.0 * _heads_dim(spec) * pairs
+    return batch * (2.0 * matmul * prompt_tokens + 2.0 * spec.vocab_size * spec.hidden_size), batch * attn
+
+
+def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
+    """All FLOPs of a prefill (:func:`prefill_flops_parts`, summed)."""
+    return sum(prefill_flops_parts(spec, prompt_tokens, batch))
+
+
+def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
+    """One decode step: 2 x active params plus attention over the cached context (the window on SWA layers)."""
+    embd = spec.vocab_size * spec.hidden_size
+    matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
+    full = spec.num_layers - spec.num_swa_layers
+    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
+    return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The estimate
+# ------------------------------------------------------------------------------------------------------------
+def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
+    if hw.backend == "metal":
+        return int(C.METAL_CONTEXT_BYTES.value), "METAL_CONTEXT_BYTES"
+    if hw.backend == "cpu":
+        return 0, "none (CPU: no device context)"
+    base = int(C.CUDA_CONTEXT_BYTES.value)
+    if engine == "vllm":
+        return base + int(C.VLLM_CUDA_GRAPH_BYTES.value), "CUDA_CONTEXT_BYTES + VLLM_CUDA_GRAPH_BYTES"
+    return base, "CUDA_CONTEXT_BYTES"
+
+
+def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int, batch: int) -> tuple[int, str]:
+    act_bytes = 2  # activations in f16/bf16
+    if engine == "llama.cpp":
+        # logits of one micro-batch dominate llama.cpp's compute buffer: n_vocab x n_ubatch x f32
+        ub = int(C.LLAMA_CPP_N_UBATCH.value)
+        return (spec.vocab_size * ub * C.F32_BYTES,
+                "n_vocab x LLAMA_CPP_N_UBATCH x 4 B (logits of one micro-batch)")
+    width = max(spec.intermediate_size, spec.moe_intermediate_size * max(spec.num_experts_per_tok, 1))
+    if engine == "vllm":
+        tokens = int(C.VLLM_MAX_NUM_BATCHED_TOKENS.value)
+        return (tokens * width * int(C.TORCH_ACTIVATION_COPIES.value) * act_bytes,
+                "VLLM_MAX_NUM_BATCHED_TOKENS x intermediate x TORCH_ACTIVATION_COPIES x 2 B (profiling run peak)")
+    tokens = prompt_tokens * batch
+    return (tokens * width * int(C.TORCH_ACTIVATION_COPIES.value) * act_bytes
+            + batch * spec.vocab_size * C.F32_BYTES,
+            "prompt x batch x intermediate x TORCH_ACTIVATION_COPIES x 2 B + last-token logits (f32)")
+
+
+def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
+             batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
+             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
+             gpu_layers: Optional[int] = None) -> Estimate:
+    """Estimate memory and latency of one candidate configuration on one GPU.
+
+    ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
+    tensor by tensor. ``gpu_layers`` (llama.cpp only) is llama.cpp's n_gpu_layers: the output layer counts as one
+    layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
+    num_layers + 1 or more, means every block and the output layer on the GPU."""
+    kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
+    if kv_dtype not in C.ENGINE_KV_DTYPES[engine]:
+        raise ValueError(f"KV dtype {kv_dtype} is not one {engine} offers ({', '.join(C.ENGINE_KV_DTYPES[engine])})")
+    n_layers = max(spec.num_layers, 1)
+    if gpu_layers is not None and gpu_layers > n_layers:
+        gpu_layers = None
+    if gpu_layers is not None:
+        if engine != "llama.cpp" or hw.backend == "metal":
+            raise ValueError("partial offload (gpu_layers) is modelled for llama.cpp on a discrete GPU only")
+        if gpu_layers < 0:
+            raise ValueError(f"gpu_layers must be >= 0, not {gpu_layers}")
+    if prompt_tokens is None:
+        prompt_tokens = max(context_tokens - output_tokens, 1)
+    family = _family(quant)
+    if variant is not None:
+        wbytes, embd_b, expert_b = variant.weights_bytes, variant.embedding_bytes, variant.expert_bytes
+        weights_provenance = variant.weights_bytes_provenance
+    else:
+        (wbytes, embd_b, expert_b), weights_provenance = variant_bytes(spec, quant), "estimated"
+    notes: list[str] = []
+    basis: dict[str, str] = {"formula": C.ESTIMATE_FORMULA_VERSION}
+
+    # --- memory -----------------------------------------------------------------------------------------
+    host = 0
+    if engine == "llama.cpp" and hw.backend not in ("metal", "cpu"):
+        # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
+        # a tied output projection is loaded on the GPU as well.
+        host = embd_b
+    gpu_weights = wbytes - host + (embd_b if host and spec.tie_word_embeddings else 0)
+    kv_pt = kv_bytes_per_token(spec, engine, kv_dtype)
+    kv_total = kv_cache_bytes(spec, context_tokens, batch, engine, kv_dtype)
+    gpu_frac = 1.0  # share of the repeating layers (and of their KV cache) on the GPU
+    host_layer_bytes = 0  # weights of the layers left on the host (output layer included)
+    if gpu_layers is not None:
+        # llama.cpp n_gpu_layers = g (llama-model.cpp: i_gpu_start = n_layer + 1 - g): blocks i_gpu_start..n_layer-1
+        # and the output layer (index n_layer) on the GPU, i.e. g - 1 blocks plus the output layer for 1 <= g <=
+        # n_layer; measured on the H200 with llama-cpp-python 0.3.36 (CUDA0 KV buffer 13/28 of the cache at g = 14).
+        # Each block's KV cache lives with its block (offload_kqv). Blocks are taken as equal in size.
+        out_b = output_bytes(spec, quant)
+        if spec.tie_word_embeddings:
+            out_b += embd_b  # a tied output projection is loaded where the output layer is (see `host` above)
+        blocks = max(wbytes - embd_b - output_bytes(spec, quant), 0)
+        gpu_blocks = max(gpu_layers - 1, 0)
+        gpu_frac = gpu_blocks / n_layers
+        out_gpu = out_b if gpu_layers >= 1 else 0
+        gpu_weights = int(blocks * gpu_frac) + out_gpu
+        host_layer_bytes = blocks - int(blocks * gpu_frac) + (out_b - out_gpu)
+        host = embd_b + host_layer_bytes - (embd_b if spec.tie_word_embeddings and not out_gpu else 0)
+    kv_gpu = int(round(kv_total * gpu_frac))
+    compute, compute_basis = _compute_buffer(spec, engine, quant, prompt_tokens, batch)
+    runtime, runtime_basis = _runtime_overhead(engine, hw)
+    total = gpu_weights + kv_gpu + compute + runtime
+    basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
+                       f"[{runtime_basis}]")
+    if gpu_layers is not None:
+        basis["offload"] = (f"llama.cpp n_gpu_layers={gpu_layers}: the output layer and {max(gpu_layers - 1, 0)} of "
+                            f"{n_layers} blocks (with their share of the KV cache) on the GPU, the rest in host RAM")
+    elif host:
+        basis["host_weights_bytes"] = "llama.cpp token embeddings stay in host RAM"
+    if engine == "vllm":
+        reserve = int(hw.memory_bytes * C.VLLM_GPU_MEMORY_UTILIZATION.value)
+        notes.append(f"vLLM reserves gpu_memory_utilization={C.VLLM_GPU_MEMORY_UTILIZATION.value} of the GPU "
+                     f"({reserve / 1024**3:.1f} GiB) at start and fills the rest with KV cache; total_vram_bytes is "
+                     f"what this configuration needs. Cap it with kv_cache_memory_bytes or gpu_memory_utilization.")
+
+    # --- latency ----------------------------------------------------------------------------------------
+    bw = hw.memory_bandwidth_bytes_per_s
+    peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"
+    mfu_key = family
+    if engine == "llama.cpp" and family == "gguf" and hw.int8_ops_per_s:
+        # llama.cpp multiplies quantized weights with int8 tensor-core kernels (MMQ) during prompt processing
+        peak, peak_name, mfu_key = hw.int8_ops_per_s, "INT8 peak", "gguf-int8"
+    eff_c = _const(C.DECODE_BW_EFFICIENCY[engine], family if family in C.DECODE_BW_EFFICIENCY[engine] else "float")
+    mfu_c = _const(C.PREFILL_MFU[engine], mfu_key if mfu_key in C.PREFILL_MFU[engine] else "*")
+    ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
+    ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value
+    basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec} ms "
+                       f"[efficiency: {eff_c.source}]")
+
+    # bytes read per decode step: every GPU-resident weight once (routed experts: only those the batch
+    # touches), plus the KV cache of every sequence at its mean length during generation.
+    if spec.is_moe and expert_b:
+        e, k = spec.num_experts, spec.num_experts_per_tok
+        touched = e * (1 - (1 - k / e) ** batch)  # expected distinct experts per layer for `batch` tokens
+        step_weights = gpu_weights - expert_b + expert_b * touched / e
+        basis["moe"] = f"expected distinct experts per step = E(1-(1-k/E)^batch) = {touched:.2f} of {e}"
+    else:
+        step_weights = gpu_weights
+    mean_ctx = min(prompt_tokens + output_tokens / 2, context_tokens)
+    kv_read = kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0
+    step_bytes = int(step_weights + kv_read * gpu_frac)
+    host_step = int(host_layer_bytes + kv_read * (1 - gpu_frac))
+    pre_mm, pre_attn = prefill_flops_parts(spec, prompt_tokens, batch)
+    pre_flops = pre_mm + pre_attn
+    host_dec_ms = host_pre_ms = 0.0
+    if host_step:
+        # decode: the host layers are read from host RAM, one step after the GPU's (sequential layers)
+        host_dec_ms = host_step / (C.HOST_MEMORY_BANDWIDTH.value * C.HOST_DECODE_BW_EFFICIENCY.value) * 1e3
+        # prefill: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights to the
+        # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
+        n_tok, ub = prompt_tokens * batch, int(C.LLAMA_CPP_N_UBATCH.value)
+        ubatches = n_tok // ub + (1 if n_tok % ub >= C.GGML_CUDA_OFFLOAD_MIN_BATCH.value else 0)
+        host_pre_ms = host_layer_bytes * ubatches / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3
+        basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
+                                    f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches / "
+                                    f"HOST_TO_GPU_COPY_BYTES_PER_S = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
+
+    ttft = tpot = None
+    if bw:
+        mem_ms = step_bytes / (bw * eff_c.value) * 1e3
+        comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
+        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms
+        if peak:
+            pre_ms = pre_flops / (peak * mfu_c.value) * 1e3
+            ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
+            basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
+                                f"{eff_c.value})) + {ovh_pre} ms "
+                                f"[MFU: {mfu_c.source}]")
+        else:
+            notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 (or INT8) peak figure")
+    else:
+        notes.append(f"latency unknown: the {hw.name} profile has no sourced memory bandwidth")
+
+    return Estimate(
+        model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
+        prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
+        weights_bytes=wbytes,
+        weights_gpu_bytes=gpu_weights, host_weights_bytes=host, kv_bytes_per_token=kv_pt, kv_cache_bytes=kv_total,
+        compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
+        total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, decode_bytes_per_step=step_bytes,
+        decode_kv_bytes_per_step=int(kv_read * gpu_frac), host_bytes_per_step=host_step, prefill_flops=pre_flops,
+        prefill_attention_flops=pre_attn, weights_bytes_provenance=weights_provenance, basis=basis, notes=notes)

@@ -1,0 +1,34 @@
+"""A ranking question: limits, workload, hardware, weights and filters (built by the CLI from the options).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field
+
+from recommender.core.records import HardwareProfile, Strict, Workload
+
+LatencyMetric = Literal["ttft", "tpot", "e2e"]
+LATENCY_FIELD = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}
+
+
+class Query(Strict):
+    vram_bytes: int
+    max_latency_ms: Optional[float] = None
+    latency_metric: LatencyMetric = "ttft"
+    workload: Workload
+    hardware: HardwareProfile
+    weights: dict[str, float]
+    normalization: Literal["minmax", "zscore"] = "minmax"
+    missing: Literal["worst", "mean"] = "worst"
+    models: list[str] = Field(default_factory=list)  # restrict to these catalog ids
+    engines: list[str] = Field(default_factory=list)
+    quants: list[str] = Field(default_factory=list)
+    per_model: int = 1  # best candidates kept per model (de-duplication)
+    top: int = 10
+
+
+def resolve_models(catalog, names: list[str]) -> list[str]:
+    """The catalog ids of the models a query names (as typed: an id or a unique part of one), in order."""
+    return [catalog.resolve_model(m).id for m in names]

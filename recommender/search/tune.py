@@ -1,0 +1,613 @@
+"""`recommender tune`: Optuna over model x quantization x engine x context x batch x KV-cache dtype x GPU layers.
+
+Predicted mode: each trial is one configuration estimated exactly as `recommend` estimates a candidate
+(``recommend.CandidateBuilder``: estimate.py, the measured-row overlay, quality, the hard constraints). The whole grid
+is cheap to evaluate analytically, so it is evaluated too: it fixes the normalization of the score (below) and gives
+the optimum that regret and trials-to-optimum are measured against.
+
+Measured mode (``measure=True``): each trial runs a real probe of a GGUF file in a child process
+(evaluators/runner.py, as `recommender probe perf` does), never one whose predicted memory exceeds the budget, and
+files every probe as a measurement row in the user's catalog overlay; a later trial or a later run with the same
+settings on the same machine reuses the row instead of probing again.
+
+The score per trial (docs/tune.md): the weighted normalized cost of score.py, normalized against fixed reference
+statistics of the feasible grid (min/max, or mean/std for z-score) instead of the candidates at hand. A trial's score
+is therefore stable (it does not depend on what other trials found) and equals the score `recommend` would give that
+configuration among the feasible grid.
+
+Optuna is imported lazily (the ``tune`` extra); nothing here is imported by `recommend`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+from typing import Any, Callable, Literal, Optional
+
+from pydantic import Field
+
+
+from recommender.core.errors import UserError
+from recommender.core.records import Strict
+from recommender.model.quant import QUANTS
+from recommender.predict import constants as C
+from recommender.rank.candidates import Candidate, CandidateBuilder
+from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
+from recommender.score.order import costs as _costs
+from recommender.score.weighted import CRITERIA, missing_fill, norm_stats, norm_value
+
+# llama.cpp partial offload levels tried: share of the repeating layers on the GPU (1.0 = all, the default).
+OFFLOAD_FRACTIONS: tuple[float, ...] = (1.0, 0.75, 0.5, 0.25)
+QUALITY_CRITERIA = ("ppl", "zh", "en")
+OPTIMUM_TOL = 1e-9  # a trial reaches the optimum when its score is within this of the grid's best
+UNKNOWN_LATENCY_MS = 1e9  # the Pareto objectives need a number for an unknown latency (such a trial is infeasible)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------------------------------
+class TuneConfig(Strict):
+    model: str
+    quant: str
+    engine: str
+    context_tokens: int
+    batch: int
+    kv_dtype: str
+    gpu_layers: Optional[int] = None  # repeating layers on the GPU (llama.cpp); None = every layer
+
+    def key(self) -> tuple:
+        return (self.model, self.quant, self.engine, self.context_tokens, self.batch, self.kv_dtype,
+                -1 if self.gpu_layers is None else self.gpu_layers)
+
+
+class TrialRecord(Strict):
+    number: int
+    config: TuneConfig
+    status: Literal["feasible", "infeasible", "skipped", "failed", "pruned"]
+    # predicted: estimate (+ measured-row overlay); measured: probed in this trial; cached: a stored probe row
+    source: Literal["predicted", "measured", "cached", "none"]
+    score: Optional[float] = None
+    score_parts: dict[str, float] = Field(default_factory=dict)
+    latency_ms: Optional[float] = None
+    memory_bytes: Optional[int] = None
+    quality_cost: Optional[float] = None
+    reasons: list[str] = Field(default_factory=list)
+    provenance: dict[str, str] = Field(default_factory=dict)
+    measurement_id: Optional[str] = None
+    worker: str = ""
+
+
+class GridSummary(Strict):
+    size: int
+    feasible: int
+    optimum_score: Optional[float]
+    optimum: list[TuneConfig]  # every configuration at the optimum score (ties)
+    reference: dict[str, list[float]]  # criterion -> [lo, hi] (minmax) or [mean, std] (zscore)
+
+
+class TuneResult(Strict):
+    mode: Literal["predicted", "measured"]
+    objective: Literal["score", "pareto"]
+    query: Query
+    space: dict[str, Any]
+    study_name: str
+    storage: Optional[str]
+    seed: int
+    sampler: dict[str, Any]
+    n_trials: int  # trials of the study (every worker's, with --storage)
+    n_distinct: int  # distinct configurations among them
+    best: Optional[TrialRecord]
+    grid: GridSummary
+    regret: Optional[float]  # best score found - grid optimum (None: nothing feasible found)
+    trials_to_optimum: Optional[int]  # trials (in trial-number order) until the optimum was first reached
+    distinct_to_optimum: Optional[int]
+    reached_within: Optional[bool] = None  # optimum reached within 10 % of the grid's size in trials
+    pareto_front: list[TrialRecord] = Field(default_factory=list)
+    grid_front_size: Optional[int] = None
+    front_on_grid_front: Optional[int] = None  # points of the trials' front that are on the grid's true front
+    trials: list[TrialRecord] = Field(default_factory=list)
+    elapsed_s: float = 0.0
+    notes: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The search space
+# ---------------------------------------------------------------------------------------------------------------
+class Space(Strict):
+    models: list[str]
+    quants: list[str]
+    engines: dict[str, list[str]]  # quant -> engines
+    contexts: list[int]
+    batches: list[int]
+    kv_dtypes: dict[str, list[str]]  # engine -> KV dtypes
+    offload_fractions: list[float]  # [1.0] = no partial offload
+    num_layers: dict[str, int]  # model -> repeating layers
+
+    def gpu_layers_for(self, model: str, frac: float) -> Optional[int]:
+        if frac >= 1.0:
+            return None
+        # llama.cpp n_gpu_layers (the output layer counts as one); num_layers + 1 would be every layer
+        return max(1, min(self.num_layers[model], int(round(frac * self.num_layers[model]))))
+
+    def configs(self) -> list[TuneConfig]:
+        """Every configuration (the exhaustive grid), duplicates removed."""
+        out: dict[tuple, TuneConfig] = {}
+        for m in self.models:
+            for qn in self.quants:
+                for e in self.engines[qn]:
+                    fracs = self.offload_fractions if e == "llama.cpp" else [1.0]
+                    for ctx in self.contexts:
+                        for b in self.batches:
+                            for kv in self.kv_dtypes[e]:
+                                for f in fracs:
+                                    c = TuneConfig(model=m, quant=qn, engine=e, context_tokens=ctx, batch=b,
+                                                   kv_dtype=kv, gpu_layers=self.gpu_layers_for(m, f))
+                                    out.setdefault(c.key(), c)
+        return list(out.values())
+
+    def suggest(self, trial) -> TuneConfig:
+        """Define-by-run: a parameter's name carries its choices, so a name always has one distribution (Optuna
+        does not allow a categorical's choices to change between trials)."""
+        def pick(name: str, choices: list):
+            return choices[0] if len(choices) == 1 else trial.suggest_categorical(name, choices)
+
+        model = pick("model", self.models)
+        quant = pick("quant", self.quants)
+        engines = self.engines[quant]
+        engine = pick("engine:" + ",".join(engines), engines)
+        ctx = pick("context", self.contexts)
+        batch = pick("batch", self.batches)
+        kv = pick(f"kv_dtype:{engine}", self.kv_dtypes[engine])
+        gl = None
+        if engine == "llama.cpp":
+            gl = self.gpu_layers_for(model, pick("gpu_share:llama.cpp", self.offload_fractions))
+        return TuneConfig(model=model, quant=quant, engine=engine, context_tokens=ctx, batch=batch, kv_dtype=kv,
+                          gpu_layers=gl)
+
+    def describe(self) -> dict[str, Any]:
+        return {"models": self.models, "quants": self.quants, "engines": self.engines, "contexts": self.contexts,
+                "batches": self.batches, "kv_dtypes": self.kv_dtypes, "gpu_share": self.offload_fractions}
+
+
+def build_space(catalog, q: Query, kv_dtypes: Optional[list[str]] = None, offload: bool = True) -> Space:
+    """The space `recommend` enumerates for this query (models, quants, engines, contexts, batches), plus the KV
+    dtypes each engine offers and, for llama.cpp on a CUDA/ROCm GPU, partial offload."""
+
+    models = catalog.models()
+    variants = catalog.variants()
+    wanted = resolve_models(catalog, q.models) or sorted(models)
+    quants = [qn for qn in QUANTS if (not q.quants or qn in q.quants)]
+    engines: dict[str, list[str]] = {}
+    for qn in quants:
+        es = [e for e in QUANTS[qn].engines if not q.engines or e in q.engines]
+        if es:
+            engines[qn] = es
+    quants = [qn for qn in quants if qn in engines and any((m, qn) in variants for m in wanted)]
+    if not quants:
+        raise UserError("no quantization runs on the engines asked for",
+                        hint="drop --engine / --quant, or pair them (e.g. Q4_K_M runs on llama.cpp)")
+    missing = [(m, qn) for m in wanted for qn in quants if (m, qn) not in variants]
+    if missing:
+        raise UserError(f"{missing[0][0]} has no {missing[0][1]} variant in the catalog",
+                        hint="restrict --quant to the variants the model has (`recommender catalog show MODEL`)")
+    kv: dict[str, list[str]] = {}
+    for e in {e for es in engines.values() for e in es}:
+        offered = list(C.ENGINE_KV_DTYPES[e])
+        chosen = [d for d in offered
+                  if not kv_dtypes or d in kv_dtypes or ("default" in kv_dtypes and d == offered[0])]
+        kv[e] = chosen or [offered[0]]  # an engine without any asked-for dtype keeps its default
+    if kv_dtypes:
+        known = {d for ds in C.ENGINE_KV_DTYPES.values() for d in ds} | {"default"}
+        bad = [d for d in kv_dtypes if d not in known]
+        if bad:
+            raise UserError(f"unknown KV dtype {bad[0]!r}", hint=f"KV dtypes: {', '.join(sorted(known))}")
+    fracs = list(OFFLOAD_FRACTIONS) if offload and q.hardware.backend in ("cuda", "rocm") else [1.0]
+    return Space(models=list(wanted), quants=quants, engines=engines, contexts=list(q.workload.contexts),
+                 batches=list(q.workload.batches), kv_dtypes=kv, offload_fractions=fracs,
+                 num_layers={m: models[m].num_layers for m in wanted})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stable score: normalization against fixed reference statistics
+# ---------------------------------------------------------------------------------------------------------------
+class Reference(Strict):
+    """Per criterion, the statistics score.normalize would compute over the feasible grid, frozen: (lo, hi) for
+    min-max, (mean, std) for z-score, and the fill value for a missing figure. A criterion without a known value in
+    the grid has no entry and adds 0, as in score.py."""
+
+    method: Literal["minmax", "zscore"]
+    missing: Literal["worst", "mean"]
+    weights: dict[str, float]
+    stats: dict[str, tuple[float, float]]
+    fill: dict[str, float]
+
+    def norm(self, crit: str, v: Optional[float]) -> float:
+        if crit not in self.stats:
+            return 0.0
+        if v is None:
+            return self.fill[crit]
+        return norm_value(v, self.stats[crit], self.method)
+
+    def score(self, costs: dict[str, Optional[float]]) -> tuple[float, dict[str, float]]:
+        parts = {c: self.norm(c, costs.get(c)) for c in CRITERIA if self.weights.get(c)}
+        return sum(self.weights[c] * parts[c] for c in parts), parts
+
+    def quality_cost(self, parts: dict[str, float]) -> float:
+        """Weighted mean of the normalized quality parts (ppl, zh, en): the quality objective of --pareto."""
+        w = {c: self.weights.get(c, 0.0) for c in QUALITY_CRITERIA if self.weights.get(c)}
+        total = sum(w.values())
+        return sum(w[c] * parts.get(c, 0.0) for c in w) / total if total else 0.0
+
+
+def make_reference(rows: list[dict[str, Optional[float]]], weights: dict[str, float], method: str, missing: str,
+                   fallback: Optional[dict[str, tuple[float, float]]] = None) -> Reference:
+    stats: dict[str, tuple[float, float]] = {}
+    fill: dict[str, float] = {}
+    for c in CRITERIA:
+        if not weights.get(c):
+            continue
+        known = [r[c] for r in rows if r.get(c) is not None]
+        if not known:
+            if fallback and c in fallback:
+                stats[c] = fallback[c]
+                fill[c] = 1.0 if method == "minmax" else 0.0
+            continue
+        stats[c] = norm_stats(known, method)
+        fill[c] = missing_fill([norm_value(v, stats[c], method) for v in known], method, missing)
+    return Reference(method=method, missing=missing, weights=weights, stats=stats, fill=fill)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluation of one configuration
+# ---------------------------------------------------------------------------------------------------------------
+class Outcome(Strict):
+    status: Literal["feasible", "infeasible", "skipped", "failed"]
+    source: Literal["predicted", "measured", "cached", "none"]
+    costs: dict[str, Optional[float]]
+    reasons: list[str] = Field(default_factory=list)
+    constraints: list[float]  # <= 0: satisfied (Optuna's convention); memory, latency, other
+    provenance: dict[str, str] = Field(default_factory=dict)
+    measurement_id: Optional[str] = None
+
+
+def _constraints(memory: Optional[float], budget: int, lat: Optional[float], limit: Optional[float],
+                 other: bool) -> list[float]:
+    mem_c = (memory - budget) / budget if memory is not None else 1.0
+    if limit is None:
+        lat_c = -1.0
+    else:
+        lat_c = (lat - limit) / limit if lat is not None else 1.0
+    return [mem_c, lat_c, 1.0 if other else -1.0]
+
+
+class PredictedEvaluator:
+    """Configurations estimated as `recommend` estimates candidates."""
+
+    mode = "predicted"
+
+    def __init__(self, catalog, q: Query) -> None:
+        self.q = q
+        self.builder = CandidateBuilder(catalog, q)
+        self._cache: dict[tuple, Candidate] = {}
+
+    def candidate(self, c: TuneConfig) -> Candidate:
+        cand = self._cache.get(c.key())
+        if cand is None:
+            cand = self._cache[c.key()] = self.builder.build(c.model, c.quant, c.engine, c.context_tokens, c.batch,
+                                                             kv_dtype=c.kv_dtype, gpu_layers=c.gpu_layers)
+        return cand
+
+    def __call__(self, c: TuneConfig, **_: Any) -> Outcome:
+        cand = self.candidate(c)
+        # reasons other than memory ("needs ...") and latency ("TTFT ..."): engine support, context too long
+        lat_tag = self.q.latency_metric.upper() + " "
+        other = any(not (r.startswith("needs ") or r.startswith(lat_tag)) for r in cand.excluded)
+        p = cand.provenance
+        return Outcome(status="infeasible" if cand.excluded else "feasible", source="predicted", costs=_costs(cand),
+                       reasons=list(cand.excluded),
+                       constraints=_constraints(cand.total_vram_bytes, self.q.vram_bytes, cand.latency_ms,
+                                                self.q.max_latency_ms, other),
+                       provenance={"memory": p["total_vram_bytes"],
+                                   "latency": p[LATENCY_FIELD[self.q.latency_metric]]})
+
+
+def evaluate_grid(evaluator: PredictedEvaluator, space: Space) -> list[tuple[TuneConfig, Outcome]]:
+    return [(c, evaluator(c)) for c in space.configs()]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The study
+# ---------------------------------------------------------------------------------------------------------------
+def _quiet_optuna():
+    import warnings  # noqa: PLC0415
+
+    try:
+        import optuna  # noqa: PLC0415
+    except ImportError:
+        raise UserError("optuna is not installed", hint="pip install 'llm-recommender[tune]'") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # its handler writes to stderr
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return optuna
+
+
+def _constraints_of(frozen) -> list[float]:
+    return list(frozen.user_attrs.get("constraints", [1.0]))
+
+
+CONSTRAINT_NAMES = ("memory", "latency", "other")
+PARETO_POPULATION = 20
+
+
+def _trial_constraints(optuna) -> bool:
+    """Optuna >= 5 takes constraints per trial (Trial.set_constraint; constraints_func is deprecated there, to go in
+    v7); older versions only through the sampler's constraints_func. Both feed the same constrained TPE / NSGA-II."""
+    return hasattr(optuna.trial.Trial, "set_constraint")
+
+
+def make_sampler(pareto: bool, seed: int, n_startup: int):
+    optuna = _quiet_optuna()
+    cf = {} if _trial_constraints(optuna) else {"constraints_func": _constraints_of}
+    if pareto:
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=PARETO_POPULATION, **cf)
+    # independent (univariate) TPE: on bench/tune_regret.py it reached the grid optimum within 10 % of the grid in
+    # 37 of 42 scenario x seed runs, against 34 of 42 for multivariate=True, group=True (docs/tune.md)
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup, **cf)
+
+
+def sampler_settings(pareto: bool, n_startup: int) -> dict[str, Any]:
+    import optuna  # noqa: PLC0415
+
+    how = "Trial.set_constraint" if _trial_constraints(optuna) else "constraints_func"
+    base = {"optuna": optuna.__version__, "constraints": f"{', '.join(CONSTRAINT_NAMES)} via {how} (<= 0 feasible)"}
+    if pareto:
+        return {"name": "NSGAIISampler", "population_size": PARETO_POPULATION, **base}
+    return {"name": "TPESampler", "multivariate": False, "n_startup_trials": n_startup, **base}
+
+
+def _set_constraints(optuna, trial, values: list[float]) -> None:
+    trial.set_user_attr("constraints", values)
+    if _trial_constraints(optuna):
+        for k, v in zip(CONSTRAINT_NAMES, values):
+            trial.set_constraint(k, v)
+
+
+def query_fingerprint(q: Query, space: Space, mode: str, pareto: bool) -> str:
+    blob = json.dumps({"q": q.model_dump(mode="json", exclude={"top", "per_model"}), "space": space.describe(),
+                       "mode": mode, "pareto": pareto}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+STORAGE_RETRIES = 20  # joining a study another worker is creating
+SCHEMA_RETRIES = 8  # creating the storage's tables while another worker does (or an unreachable server)
+
+
+def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, fingerprint: str):
+    """Create or join a study. With an RDB URL several processes (or machines) share it; concurrent creation is
+    retried, and a study made for another query is refused."""
+    optuna = _quiet_optuna()
+    store = None
+    if storage:
+        kwargs: dict[str, Any] = {}
+        if storage.startswith("sqlite"):
+            kwargs = {"connect_args": {"timeout": 60}}
+        for attempt in range(SCHEMA_RETRIES):
+            try:
+                store = optuna.storages.RDBStorage(storage, engine_kwargs=kwargs)
+                break
+            except ImportError as e:
+                raise UserError(f"cannot open storage {_redact(storage)!r}: {e}",
+                                hint="PostgreSQL needs a driver: pip install psycopg2-binary") from None
+            except Exception as e:  # noqa: BLE001 - SQLAlchemy's many URL / connection errors
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                # two workers creating the schema at once: one sees the other's tables or alembic row, or a lock
+                racing = type(e).__name__ in ("OperationalError", "IntegrityError")
+                if racing and attempt < SCHEMA_RETRIES - 1:
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                raise UserError(f"cannot open storage {_redact(storage)!r}: {msg}",
+                                hint="give an RDB URL, e.g. sqlite:///tune.db or "
+                                     "postgresql://user:password@host/dbname") from None
+    kw: dict[str, Any] = {"directions": ["minimize"] * 3} if pareto else {"direction": "minimize"}
+    last: Optional[Exception] = None
+    for attempt in range(STORAGE_RETRIES):
+        try:
+            study = optuna.create_study(storage=store, study_name=study_name, sampler=sampler, load_if_exists=True,
+                                        **kw)
+            break
+        except optuna.exceptions.DuplicatedStudyError as e:  # another worker created it just now: load it
+            last = e
+        except ValueError as e:  # a study of that name with other directions
+            raise UserError(f"study {study_name!r} exists with another objective: {e}",
+                            hint="use another --study-name, or the same --pareto setting as the study") from None
+        except Exception as e:  # noqa: BLE001 - e.g. sqlite 'database is locked' while another worker writes
+            last = e
+        time.sleep(0.2 * (attempt + 1))
+    else:
+        raise UserError(f"cannot open study {study_name!r}: {last}", hint="check the --storage URL")
+    have = study.user_attrs.get("query_fingerprint")
+    if have is None:
+        study.set_user_attr("query_fingerprint", fingerprint)
+    elif have != fingerprint:
+        raise UserError(f"study {study_name!r} was created for another query or search space",
+                        hint="every worker of one study needs the same options; or use another --study-name")
+    return study
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _record(t) -> Optional[TrialRecord]:
+    ua = t.user_attrs
+    if "config" not in ua:
+        return None
+    state = t.state.name
+    status = ua.get("status", "pruned" if state == "PRUNED" else "failed")
+    if state == "PRUNED":
+        status = "pruned"
+    return TrialRecord(number=t.number, config=TuneConfig(**ua["config"]), status=status,
+                       source=ua.get("source", "none"), score=ua.get("score"), score_parts=ua.get("score_parts", {}),
+                       latency_ms=ua.get("latency_ms"), memory_bytes=ua.get("memory_bytes"),
+                       quality_cost=ua.get("quality_cost"), reasons=ua.get("reasons", []),
+                       provenance=ua.get("provenance", {}), measurement_id=ua.get("measurement_id"),
+                       worker=ua.get("worker", ""))
+
+
+def _dominates(a: tuple, b: tuple) -> bool:
+    return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+
+def pareto_front(records: list[TrialRecord]) -> list[TrialRecord]:
+    """Non-dominated feasible trials over (latency, memory, quality cost), one per configuration."""
+    uniq: dict[tuple, TrialRecord] = {}
+    for r in records:
+        if r.status == "feasible" and r.latency_ms is not None and r.memory_bytes is not None:
+            uniq.setdefault(r.config.key(), r)
+    pts = list(uniq.values())
+    objs = [(r.latency_ms, float(r.memory_bytes), r.quality_cost or 0.0) for r in pts]
+    front = [r for i, r in enumerate(pts) if not any(_dominates(objs[j], objs[i]) for j in range(len(pts)) if j != i)]
+    return sorted(front, key=lambda r: (r.latency_ms, r.memory_bytes))
+
+
+def _grid_front_keys(objs: list[tuple[tuple, tuple]]) -> set[tuple]:
+    """Keys of the non-dominated points of the grid (numpy, O(n^2) vectorized)."""
+    import numpy as np  # noqa: PLC0415
+
+    if not objs:
+        return set()
+    keys = [k for k, _ in objs]
+    a = np.array([o for _, o in objs], dtype=float)
+    out = set()
+    for i in range(len(a)):
+        le = (a <= a[i]).all(axis=1)
+        lt = (a < a[i]).any(axis=1)
+        if not (le & lt).any():
+            out.add(keys[i])
+    return out
+
+
+def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False, storage: Optional[str] = None,
+             study_name: Optional[str] = None, kv_dtypes: Optional[list[str]] = None, offload: bool = True,
+             n_startup: int = 10, measured=None, progress: Optional[Callable[[str], None]] = None,
+             stop_at_optimum: bool = False) -> TuneResult:
+    """Run (or join) a study and compare it with the exhaustive grid. ``measured``: a MeasuredEvaluator (the
+    probe side, recommender.tune_measure); None = predicted mode. ``stop_at_optimum`` ends the study once a trial
+    reaches the grid optimum (bench/tune_regret.py: the trials after it would not change trials-to-optimum)."""
+    optuna = _quiet_optuna()
+    t0 = time.perf_counter()
+    notes: list[str] = []
+    if measured is not None:
+        space = measured.space
+        grid_eval = measured.predicted
+    else:
+        space = build_space(catalog, q, kv_dtypes, offload)
+        grid_eval = PredictedEvaluator(catalog, q)
+    grid = evaluate_grid(grid_eval, space)
+    feasible_rows = [o.costs for _, o in grid if o.status == "feasible"]
+    fallback = None
+    if measured is not None:
+        fallback = measured.latency_fallback(feasible_rows)
+        if fallback:
+            notes.append(f"latency normalized over [0, {fallback['latency'][1]:.0f} ms] (the limit): no predicted "
+                         f"latency on {q.hardware.name}")
+    ref = make_reference(feasible_rows, q.weights, q.normalization, q.missing, fallback)
+    grid_scores = [(c, ref.score(o.costs)[0]) for c, o in grid if o.status == "feasible"]
+    opt = min((s for _, s in grid_scores), default=None)
+    optimum = [c for c, s in grid_scores if opt is not None and s <= opt + OPTIMUM_TOL]
+    summary = GridSummary(size=len(grid), feasible=len(grid_scores), optimum_score=opt, optimum=optimum[:20],
+                          reference={k: list(v) for k, v in ref.stats.items()})
+    for crit, w in q.weights.items():
+        if w and crit not in ref.stats:
+            notes.append(f"no feasible configuration has a value for '{crit}': its weight ({w:.2f}) does not "
+                         f"affect the score")
+    if not grid_scores:
+        notes.append("no configuration of the grid satisfies the constraints" +
+                     (" (as predicted)" if measured is not None else ""))
+
+    sampler = make_sampler(pareto, seed, n_startup)
+    name = study_name or f"tune-{query_fingerprint(q, space, 'measured' if measured else 'predicted', pareto)}"
+    study = open_study(storage, name, pareto, sampler, query_fingerprint(
+        q, space, "measured" if measured else "predicted", pareto))
+    me = worker_id()
+    evaluate = measured if measured is not None else grid_eval
+
+    def objective(trial):
+        cfg = space.suggest(trial)
+        trial.set_user_attr("config", cfg.model_dump())
+        trial.set_user_attr("worker", me)
+        try:
+            out = evaluate(cfg, study=study)  # a MeasuredEvaluator raises TrialPruned when the budget is spent
+        except optuna.TrialPruned:
+            _set_constraints(optuna, trial, [1.0, 1.0, 1.0])
+            raise
+        _set_constraints(optuna, trial, out.constraints)
+        score, parts = ref.score(out.costs)
+        lat, mem = out.costs.get("latency"), out.costs.get("vram")
+        qc = ref.quality_cost(parts)
+        for k, v in (("status", out.status), ("source", out.source), ("score", score), ("score_parts", parts),
+                     ("latency_ms", lat), ("memory_bytes", None if mem is None else int(mem)),
+                     ("quality_cost", qc), ("reasons", out.reasons),
+                     ("provenance", out.provenance), ("measurement_id", out.measurement_id)):
+            trial.set_user_attr(k, v)
+        if progress:
+            progress(f"trial {trial.number}: {cfg.model} {cfg.quant} {cfg.engine} ctx {cfg.context_tokens} "
+                     f"batch {cfg.batch} kv {cfg.kv_dtype}"
+                     + (f" ngl {cfg.gpu_layers}" if cfg.gpu_layers is not None else "")
+                     + f" -> {out.status} ({out.source}) score {score:.4f}")
+        if pareto:
+            return (lat if lat is not None else UNKNOWN_LATENCY_MS, (mem or 0.0) / 1024**3, qc)
+        if stop_at_optimum and opt is not None and out.status == "feasible" and score <= opt + OPTIMUM_TOL:
+            study.stop()
+        return score
+
+    study.optimize(objective, n_trials=trials, catch=(), gc_after_trial=False)
+    records = [r for r in (_record(t) for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
+                           if t.state.name in ("COMPLETE", "PRUNED", "FAIL")) if r is not None]
+    feasible = [r for r in records if r.status == "feasible" and r.score is not None]
+    best = min(feasible, key=lambda r: (r.score, r.number)) if feasible else None
+    regret = ttopt = dtopt = None
+    if best is not None and opt is not None and measured is None:  # measured scores are not comparable with the
+        regret = max(best.score - opt, 0.0)                          # predicted grid's optimum
+        seen: set[tuple] = set()
+        for i, r in enumerate(records, 1):
+            seen.add(r.config.key())
+            if r.status == "feasible" and r.score is not None and r.score <= opt + OPTIMUM_TOL:
+                ttopt, dtopt = i, len(seen)
+                break
+    n_distinct = len({r.config.key() for r in records})
+    result = TuneResult(
+        mode="measured" if measured is not None else "predicted", objective="pareto" if pareto else "score",
+        query=q, space=space.describe(), study_name=name, storage=_redact(storage), seed=seed,
+        sampler=sampler_settings(pareto, n_startup), n_trials=len(records), n_distinct=n_distinct, best=best,
+        grid=summary, regret=regret, trials_to_optimum=ttopt, distinct_to_optimum=dtopt,
+        reached_within=(ttopt is not None and ttopt <= 0.1 * summary.size) if summary.size and measured is None
+        else None,
+        trials=records, notes=notes)
+    if pareto:
+        result.pareto_front = pareto_front(records)
+        if measured is None and grid_scores:
+            objs = []
+            for c, o in grid:
+                if o.status == "feasible" and o.costs.get("latency") is not None:
+                    _, parts = ref.score(o.costs)
+                    objs.append((c.key(), (o.costs["latency"], o.costs["vram"], ref.quality_cost(parts))))
+            gf = _grid_front_keys(objs)
+            result.grid_front_size = len(gf)
+            result.front_on_grid_front = sum(1 for r in result.pareto_front if r.config.key() in gf)
+    if measured is not None:
+        result.notes += measured.notes
+    result.elapsed_s = round(time.perf_counter() - t0, 3)
+    return result
+
+
+def _redact(url: Optional[str]) -> Optional[str]:
+    """A storage URL without its password (results and logs are shared)."""
+    if not url or "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"
