@@ -160,5 +160,5 @@ def test_calibrate_on_this_machine_refits_and_recommend_uses_it(cli, user_catalo
     assert terms[("llama.cpp", "tpot_ms")]["n_rows"] == n_shipped.get(("llama.cpp", "tpot_ms"), 0) + 1
     # a linear term says "fit on N measured rows", a one-probe scale "over N rows" (a CPU the shipped rows lack)
     n = terms[("llama.cpp", "tpot_ms")]["n_rows"]
-    basis = e["basis"]["calibrated_tpot_ms"]
+    basis = e["figures"]["tpot_ms"]["basis"]
     assert f"{n} measured rows" in basis or f"over {n} rows" in basis

@@ -111,5 +111,9 @@ def print_estimate(est) -> None:
     stdout_console().print(t)
     for k, v in est.basis.items():
         info(f"{k}: {v}")
+    for name in ("ttft_ms", "tpot_ms", "total_vram_bytes"):  # where each headline figure came from
+        f = est.figures[name]
+        if f.basis:
+            info(f"{name} ({f.provenance}): {f.basis}")
     for n in est.notes:
         info(f"note: {n}")

@@ -126,13 +126,14 @@ def _fig(name: str, value: Optional[float], provenance: Provenance, basis: str =
 def analytical_figures(est: Estimate) -> dict[str, Figure]:
     """The analytical estimate's own figures (TTFT and TPOT; memory), all estimated."""
     b = est.basis
-    mem = b.get("memory", "")
     return {
         "weights_bytes": _fig("weights_bytes", est.weights_bytes, est.weights_bytes_provenance,
-                              b.get("weights", "tensor by tensor")),
-        "kv_cache_bytes": _fig("kv_cache_bytes", est.kv_cache_bytes, "estimated", mem),
-        "overhead_bytes": _fig("overhead_bytes", est.overhead_bytes, "estimated", mem),
-        "total_vram_bytes": _fig("total_vram_bytes", est.total_vram_bytes, "estimated", mem),
+                              b.get("weights", "the variant's tensors, sized one by one (catalog)")),
+        "kv_cache_bytes": _fig("kv_cache_bytes", est.kv_cache_bytes, "estimated",
+                               f"KV cache ({est.kv_dtype}): bytes per token x cached tokens (docs/estimates.md)"),
+        "overhead_bytes": _fig("overhead_bytes", est.overhead_bytes, "estimated",
+                               "compute buffer + runtime overhead (basis: memory)"),
+        "total_vram_bytes": _fig("total_vram_bytes", est.total_vram_bytes, "estimated", b.get("memory", "")),
         "ttft_ms": _fig("ttft_ms", est.ttft_ms, "estimated", b.get("prefill", "")),
         "tpot_ms": _fig("tpot_ms", est.tpot_ms, "estimated", b.get("decode", "")),
     }
@@ -144,7 +145,7 @@ def measured_figures(est: Estimate, m: Measurement) -> tuple[dict[str, Figure], 
     tag = f"measurement {m.id} ({m.engine} {m.engine_version} on {m.hardware_name}, {m.measured_at[:10]}" + \
           (", synthetic weights" if m.synthetic else "") + ")"
     out: dict[str, Figure] = {}
-    basis = {"measured": tag}
+    basis = {"measured": m.id}
     names = ["tpot_ms", "decode_tokens_per_s", "throughput_tokens_per_s"]
     if m.prompt_tokens == est.prompt_tokens:
         names.insert(0, "ttft_ms")
@@ -234,7 +235,9 @@ class Predictor:
                record: type[Prediction] = Prediction, **fields) -> Prediction:
         """analytical -> calibrated -> measured, then the derived figures."""
         figs = analytical_figures(est)
-        basis = dict(est.basis)
+        # the record's basis: what no single figure carries (formula version, memory breakdown, MoE, offload); each
+        # figure carries its own (its term, its measured row)
+        basis = {k: v for k, v in est.basis.items() if k not in ("decode", "prefill")}
         calibrated: set[str] = set()
         measured: set[str] = set()
         if est.gpu_layers is None:
@@ -242,14 +245,13 @@ class Predictor:
                 cal = self.calibrator.figures(est, spec, self.hw, self.hw_key)
                 figs.update(cal)
                 calibrated = set(cal)
-                basis.update({f"calibrated_{k}": f.basis for k, f in cal.items()})
             m = self.measured.get((self.hw_key, est.model, est.quant, est.engine, est.batch, est.context_tokens,
                                    est.kv_dtype)) if use_measured else None
             if m is not None:
                 got, notes = measured_figures(est, m)
                 figs.update(got)
                 measured = set(got)
-                basis.update(notes)
+                basis.update(notes)  # which row, and why its TTFT was not used
         _derive(figs, est, self.hw.memory_bandwidth_bytes_per_s, calibrated, measured)
         extra_figures = fields.pop("figures", None)
         if extra_figures:
