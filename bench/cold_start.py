@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -57,17 +58,23 @@ def paired(baseline: Path, runs: int) -> dict:
         a, b = cmd_env(here, "this"), cmd_env(baseline.resolve(), "baseline")
         for cmd, env, cwd in (a, b):  # warm: file cache, .pyc files, each read cache
             subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        ta, tb = [], []
+        ta, tb, ca, cb = [], [], [], []
         for _ in range(runs):
-            for (cmd, env, cwd), out in ((a, ta), (b, tb)):
+            for (cmd, env, cwd), out, cpu in ((a, ta, ca), (b, tb, cb)):
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                check=True)
                 out.append(time.perf_counter() - t0)
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     ratios = [x / y for x, y in zip(ta, tb)]
+    cpu_ratios = [x / y for x, y in zip(ca, cb)]
     return {"this_median_s": statistics.median(ta), "baseline_median_s": statistics.median(tb),
             "paired_ratio_median": statistics.median(ratios), "paired_ratio_min": min(ratios),
-            "paired_ratio_max": max(ratios), "baseline": str(baseline)}
+            "paired_ratio_max": max(ratios), "this_cpu_median_s": statistics.median(ca),
+            "baseline_cpu_median_s": statistics.median(cb), "paired_cpu_ratio_median": statistics.median(cpu_ratios),
+            "baseline": str(baseline)}
 
 
 def main() -> None:
@@ -99,6 +106,9 @@ def main() -> None:
             print(f"this checkout / {args.baseline} (alternating, {args.runs} pairs): median ratio "
                   f"{res['paired_ratio_median']:.3f} (min {res['paired_ratio_min']:.3f}, max "
                   f"{res['paired_ratio_max']:.3f}); medians {res['this_median_s']:.3f} s vs {res['baseline_median_s']:.3f} s")
+            print(f"  CPU time (user + sys, less sensitive to a busy machine): median ratio "
+                  f"{res['paired_cpu_ratio_median']:.3f}; {res['this_cpu_median_s']:.3f} s vs "
+                  f"{res['baseline_cpu_median_s']:.3f} s")
 
 
 if __name__ == "__main__":

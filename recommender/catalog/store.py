@@ -204,11 +204,23 @@ class Catalog:
         return out
 
     # -- measurements ----------------------------------------------------------------------------------------
+    def measured_hardware(self, status: Optional[str] = "ok") -> list[str]:
+        """The hardware names (as NVML or the CPU reported them) that have measured rows."""
+        tail = "WHERE status = ?" if status else ""
+        return sorted({n for (n,) in self._rows("DISTINCT hardware_name", "measurements", tail,
+                                                params=[status] if status else [])})
+
     def measurements(self, model_id: Optional[str] = None, hardware: Optional[str] = None,
-                     status: Optional[str] = None) -> list[Measurement]:
-        """Rows of the overlay first, then the shipped ones; newest first within each."""
+                     status: Optional[str] = None, hardware_names: Optional[list[str]] = None) -> list[Measurement]:
+        """Rows of the overlay first, then the shipped ones; newest first within each. ``hardware`` matches part of a
+        name or a fingerprint; ``hardware_names`` exact names."""
         cols = ", ".join(_MEASUREMENT_COLS)
         where, params = [], []
+        if hardware_names is not None:
+            if not hardware_names:
+                return []
+            where.append(f"hardware_name IN ({', '.join('?' for _ in hardware_names)})")
+            params += list(hardware_names)
         if model_id:
             where.append("model_id = ?")
             params.append(model_id)

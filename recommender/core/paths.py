@@ -38,3 +38,22 @@ def cache_root() -> Path:
     else ``$XDG_CACHE_HOME/llm-recommender`` (``~/.cache/llm-recommender``)."""
     env = os.environ.get("RECOMMENDER_CACHE")
     return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-recommender"
+
+
+def private_cache_dir(name: str) -> "Path | None":
+    """``cache_root()/name``, created for this user alone (0700), or None where it cannot be trusted: not ours, or
+    writable by others (another user could plant what we would read back as our own data)."""
+    d = cache_root() / name
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = d.stat()
+    except OSError:
+        return None
+    if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
+        return None
+    return d
+
+
+def caches_off() -> bool:
+    """``RECOMMENDER_CATALOG_CACHE=off`` turns every read cache off (catalog rows, GPU profiles)."""
+    return os.environ.get("RECOMMENDER_CATALOG_CACHE", "").lower() in ("0", "off", "no", "false")

@@ -11,6 +11,9 @@ say the unit (``memory_gib``, ``memory_bandwidth_gb_s``, ``fp16_tflops``...); se
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -19,7 +22,7 @@ from pydantic import ValidationError
 
 from recommender.core.errors import UserError
 from recommender.core.fuzzy import resolve
-from recommender.core.paths import PROFILES_DIR
+from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
 from recommender.core.records import HardwareProfile
 from recommender.core.units import GIB, MIB, parse_memory
 from recommender.hardware.host import DDR_FACTOR, GpuInfo, HostInfo, probe_host
@@ -135,15 +138,69 @@ _PROFILE_CACHE: dict[tuple, list[HardwareProfile]] = {}
 
 def load_profiles(directory: Path | str | None = None) -> list[HardwareProfile]:
     """Read and validate every ``*.yaml`` in ``directory`` (default: the repo's profiles/hardware).
-    Read once per process for an unchanged directory (records are immutable in use; callers copy to change)."""
+    Read once per process for an unchanged directory (records are immutable in use; callers copy to change), and
+    kept between processes in a private JSON cache keyed by every file's name, size and modification time (parsing
+    a few hundred YAML files costs more than the rest of a warm `recommend`)."""
     d = Path(directory) if directory is not None else default_profiles_dir()
-    key = (str(d.resolve()), tuple((p.name, p.stat().st_mtime_ns) for p in sorted(d.glob("*.yaml")))) \
-        if d.is_dir() else None
+    key = (str(d.resolve()), tuple((p.name, st.st_size, st.st_mtime_ns) for p in sorted(d.glob("*.yaml"))
+                                   for st in (p.stat(),))) if d.is_dir() else None
     if key in _PROFILE_CACHE:
         return list(_PROFILE_CACHE[key])
-    profiles = _read_profiles(d)
+    profiles = _cached_profiles(key) if key else None
+    if profiles is None:
+        profiles = _read_profiles(d)
+        if key:
+            _store_profiles(key, profiles)
     _PROFILE_CACHE[key] = profiles
     return list(profiles)
+
+
+PROFILE_CACHE_VERSION = 1  # of the cached layout; the records' schema is checked again on every read
+PROFILE_CACHE_FILES = 8  # cached directories kept (checkouts, versions)
+
+
+def _profile_cache_file(key: tuple) -> Optional[Path]:
+    if caches_off():
+        return None
+    d = private_cache_dir("profiles")
+    if d is None:
+        return None
+    digest = hashlib.sha256(json.dumps([PROFILE_CACHE_VERSION, key]).encode()).hexdigest()[:24]
+    return d / f"{digest}.json"
+
+
+def _cached_profiles(key: tuple) -> Optional[list[HardwareProfile]]:
+    """The profiles of an unchanged directory as parsed by an earlier run, validated again (JSON: data, never
+    code); None when absent, unreadable or not this user's own file."""
+    f = _profile_cache_file(key)
+    if f is None or not f.is_file():
+        return None
+    try:
+        st = f.stat()
+        if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
+            return None
+        data = json.loads(f.read_text(encoding="utf-8"))
+        if data.get("key") != json.loads(json.dumps(key)):
+            return None
+        return [HardwareProfile.model_validate(p) for p in data["profiles"]]
+    except (OSError, ValueError, KeyError, TypeError, ValidationError):
+        return None
+
+
+def _store_profiles(key: tuple, profiles: list[HardwareProfile]) -> None:
+    f = _profile_cache_file(key)
+    if f is None:
+        return
+    tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps({"key": key, "profiles": [p.model_dump(mode="json") for p in profiles]}),
+                       encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, f)
+        for old in sorted(f.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-PROFILE_CACHE_FILES]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def _read_profiles(d: Path) -> list[HardwareProfile]:

@@ -51,6 +51,7 @@ class Estimate(Strict):
     prefill_flops: float  # FLOPs of the prefill of prompt_tokens x batch
     prefill_attention_flops: float = 0.0  # the attention (QK^T, AV) part of prefill_flops
     weights_bytes_provenance: Provenance = "estimated"  # the variant's: measured for a file that was read
+    hardware_bandwidth_bytes_per_s: float = 0.0  # the profile's (0: not sourced)
     basis: dict[str, str]
     notes: list[str] = Field(default_factory=list)
 
@@ -360,7 +361,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     else:
         notes.append(f"latency unknown: the {hw.name} profile has no sourced memory bandwidth")
 
-    return Estimate(
+    # model_construct: every field is computed above from validated records (recommend builds ~1,300 of these)
+    return Estimate.model_construct(
         model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
         prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
         weights_bytes=wbytes,
@@ -368,4 +370,5 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, decode_bytes_per_step=step_bytes,
         decode_kv_bytes_per_step=int(kv_read * gpu_frac), host_bytes_per_step=host_step, prefill_flops=pre_flops,
-        prefill_attention_flops=pre_attn, weights_bytes_provenance=weights_provenance, basis=basis, notes=notes)
+        prefill_attention_flops=pre_attn, weights_bytes_provenance=weights_provenance,
+        hardware_bandwidth_bytes_per_s=bw or 0.0, basis=basis, notes=notes)

@@ -102,7 +102,7 @@ def training_rows(measurements: Iterable[Measurement], specs: dict[str, ModelSpe
             continue
         hw = row_profile(m, profiles)
         try:
-            est = Predictor(hw).for_measurement(spec, m).analysis  # analytical: what the terms correct
+            est = Predictor(hw).measured_config(spec, m)  # analytical: what the terms correct
         except (KeyError, ValueError):
             continue
         key = hardware_key(m.hardware_name, profiles)

@@ -21,9 +21,10 @@ benches and the probe's bandwidth share.
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
 
-from pydantic import PrivateAttr
+from pydantic import Field, computed_field
 
 from recommender.core.records import Figure, HardwareProfile, Measurement, ModelSpec, Provenance, Strict, Variant
 from recommender.hardware.profiles import hardware_key
@@ -47,8 +48,10 @@ DERIVED_BASIS = {
 }
 
 
-class Config(Strict):
-    """One configuration to predict (the candidate key without the model spec and hardware)."""
+@dataclass(frozen=True, slots=True)
+class Config:
+    """One configuration to predict (the candidate key without the model spec and hardware). A frozen dataclass:
+    recommend makes one per candidate, and its fields are checked where they come from (the catalog, the query)."""
 
     model: str
     quant: str
@@ -75,19 +78,28 @@ class Prediction(Strict):
     kv_dtype: str
     gpu_layers: Optional[int] = None
     figures: dict[str, Figure]
-    terms: dict[str, Union[int, float]]  # bytes are int, FLOPs float
+    analysis: Estimate = Field(exclude=True, repr=False)  # the analytical estimate behind the figures
     basis: dict[str, str]
     notes: list[str]
-    _analysis: Optional[Estimate] = PrivateAttr(default=None)
+
+    @computed_field
+    @property
+    def bandwidth_utilization(self) -> Figure:
+        """Bytes read per decode step x decode rate / memory bandwidth: the share of the GPU's bandwidth the decode
+        uses (estimated bytes; the rate is the decode figure shown). Computed when shown."""
+        dec, bw = self.figures["decode_tokens_per_s"].value, self.analysis.hardware_bandwidth_bytes_per_s
+        util = self.analysis.decode_bytes_per_step * dec / bw if bw and dec is not None else None
+        return _fig("bandwidth_utilization", util, "estimated", DERIVED_BASIS["bandwidth_utilization"])
+
+    @computed_field
+    @property
+    def terms(self) -> dict[str, Union[int, float]]:
+        """The analytical breakdown (bytes are whole numbers, FLOPs floats), computed when shown."""
+        return {k: getattr(self.analysis, k) for k in TERMS}
 
     def value(self, name: str) -> Optional[float]:
         f = self.figures.get(name)
         return None if f is None else f.value
-
-    @property
-    def analysis(self) -> Estimate:
-        """The analytical estimate the figures started from (not part of the JSON)."""
-        return self._analysis
 
     @property
     def provenance(self) -> dict[str, Provenance]:
@@ -107,20 +119,18 @@ class Prediction(Strict):
     e2e_ms = property(lambda self: self.figures["e2e_ms"].value)
     decode_tokens_per_s = property(lambda self: self.figures["decode_tokens_per_s"].value)
     throughput_tokens_per_s = property(lambda self: self.figures["throughput_tokens_per_s"].value)
-    bandwidth_utilization = property(lambda self: self.figures["bandwidth_utilization"].value)
     # the analytical terms by name
-    weights_gpu_bytes = property(lambda self: self.terms["weights_gpu_bytes"])
-    host_weights_bytes = property(lambda self: self.terms["host_weights_bytes"])
-    kv_bytes_per_token = property(lambda self: self.terms["kv_bytes_per_token"])
-    compute_buffer_bytes = property(lambda self: self.terms["compute_buffer_bytes"])
-    runtime_overhead_bytes = property(lambda self: self.terms["runtime_overhead_bytes"])
-    decode_bytes_per_step = property(lambda self: self.terms["decode_bytes_per_step"])
+    weights_gpu_bytes = property(lambda self: self.analysis.weights_gpu_bytes)
+    host_weights_bytes = property(lambda self: self.analysis.host_weights_bytes)
+    kv_bytes_per_token = property(lambda self: self.analysis.kv_bytes_per_token)
+    compute_buffer_bytes = property(lambda self: self.analysis.compute_buffer_bytes)
+    runtime_overhead_bytes = property(lambda self: self.analysis.runtime_overhead_bytes)
+    decode_bytes_per_step = property(lambda self: self.analysis.decode_bytes_per_step)
 
 
 def _fig(name: str, value: Optional[float], provenance: Provenance, basis: str = "",
          interval: Optional[tuple[float, float]] = None) -> Figure:
-    return Figure(value=value, unit=FIGURE_UNITS[name], provenance=provenance if value is not None else "unknown",
-                  basis=basis, interval=interval)
+    return Figure(value, FIGURE_UNITS[name], provenance if value is not None else "unknown", basis, interval)
 
 
 def analytical_figures(est: Estimate) -> dict[str, Figure]:
@@ -161,8 +171,8 @@ def measured_figures(est: Estimate, m: Measurement) -> tuple[dict[str, Figure], 
     return out, basis
 
 
-def _derive(figs: dict[str, Figure], est: Estimate, bw: float, calibrated: set[str], measured: set[str]) -> None:
-    """E2E, decode rate, throughput and bandwidth utilization from the TTFT and TPOT figures that are shown.
+def _derive(figs: dict[str, Figure], est: Estimate, calibrated: set[str], measured: set[str]) -> None:
+    """E2E, decode rate and throughput from the TTFT and TPOT figures that are shown.
 
     Provenance follows the figures used: a decode rate is as good as its TPOT; E2E is measured when TTFT and TPOT both
     are, calibrated when a calibrated figure went into it, and estimated otherwise."""
@@ -185,10 +195,6 @@ def _derive(figs: dict[str, Figure], est: Estimate, bw: float, calibrated: set[s
     else:
         prov = "estimated"
     figs["e2e_ms"] = _fig("e2e_ms", e2e, prov, DERIVED_BASIS["e2e_ms"])
-    dec = figs["decode_tokens_per_s"].value
-    util = est.decode_bytes_per_step * dec / bw if bw and dec is not None else None
-    figs["bandwidth_utilization"] = _fig("bandwidth_utilization", util, "estimated",
-                                         DERIVED_BASIS["bandwidth_utilization"])
 
 
 class Predictor:
@@ -204,11 +210,13 @@ class Predictor:
     @classmethod
     def for_catalog(cls, catalog, hw: HardwareProfile, profiles: list[HardwareProfile],
                     models: Optional[dict[str, ModelSpec]] = None, model_id: Optional[str] = None) -> "Predictor":
-        """A predictor with the catalog's calibration (overlay first, then shipped) and its measured rows."""
+        """A predictor with the catalog's calibration (overlay first, then shipped) and the measured rows of this
+        hardware (only those are read: a row is a few kB of per-repeat timings)."""
         models = catalog.models() if models is None else models
-        rows = catalog.measurements(model_id=model_id, status="ok") if model_id else \
-            catalog.measurements(status="ok")
-        return cls(hw, hw_key=hardware_key(hw.name, profiles), calibrator=load_calibrator(catalog),
+        key = hardware_key(hw.name, profiles)
+        names = [n for n in catalog.measured_hardware() if hardware_key(n, profiles) == key]
+        rows = catalog.measurements(model_id=model_id, status="ok", hardware_names=names)
+        return cls(hw, hw_key=key, calibrator=load_calibrator(catalog),
                    measured=measured_index(rows, profiles, swa_models(models)))
 
     @property
@@ -216,23 +224,29 @@ class Predictor:
         return self.calibrator.stale
 
     def predict(self, spec: ModelSpec, c: Config, variant: Optional[Variant] = None, *,
-                record: type[Prediction] = Prediction, **fields) -> Prediction:
-        """The prediction of one configuration; ``record`` (a subclass of Prediction) and ``fields`` build a richer
-        record in the same step (rank's Candidate)."""
+                record: type[Prediction] = Prediction,
+                extra: Optional[Callable[[dict[str, Figure], list[str]], dict]] = None) -> Prediction:
+        """The prediction of one configuration. ``record`` (a subclass of Prediction) and ``extra`` (the record's
+        other fields, computed from the figures and notes) build a richer record in the same step (rank's
+        Candidate)."""
         est = estimate(spec, c.quant, c.engine, self.hw, context_tokens=c.context_tokens, batch=c.batch,
                        prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype,
                        variant=variant, gpu_layers=c.gpu_layers)
-        return self.refine(est, spec, record=record, **fields)
+        return self.refine(est, spec, record=record, extra=extra)
+
+    def measured_config(self, spec: ModelSpec, m: Measurement) -> Estimate:
+        """The analytical estimate of exactly the configuration a measured row ran (engine, quant, context, batch,
+        prompt, output, KV dtype): what calibration terms are fitted to correct."""
+        return estimate(spec, m.quant, m.engine, self.hw, context_tokens=m.context_tokens, batch=m.batch,
+                        prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
 
     def for_measurement(self, spec: ModelSpec, m: Measurement) -> Prediction:
-        """The prediction of exactly the configuration a measured row ran (engine, quant, context, batch, prompt,
-        output, KV dtype), never using that row's own figures."""
-        est = estimate(spec, m.quant, m.engine, self.hw, context_tokens=m.context_tokens, batch=m.batch,
-                       prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
-        return self.refine(est, spec, use_measured=False)
+        """The prediction of exactly the configuration a measured row ran, never using that row's own figures."""
+        return self.refine(self.measured_config(spec, m), spec, use_measured=False)
 
     def refine(self, est: Estimate, spec: ModelSpec, use_measured: bool = True, *,
-               record: type[Prediction] = Prediction, **fields) -> Prediction:
+               record: type[Prediction] = Prediction,
+               extra: Optional[Callable[[dict[str, Figure], list[str]], dict]] = None) -> Prediction:
         """analytical -> calibrated -> measured, then the derived figures."""
         figs = analytical_figures(est)
         # the record's basis: what no single figure carries (formula version, memory breakdown, MoE, offload); each
@@ -252,19 +266,15 @@ class Predictor:
                 figs.update(got)
                 measured = set(got)
                 basis.update(notes)  # which row, and why its TTFT was not used
-        _derive(figs, est, self.hw.memory_bandwidth_bytes_per_s, calibrated, measured)
-        extra_figures = fields.pop("figures", None)
-        if extra_figures:
-            figs.update(extra_figures)
+        _derive(figs, est, calibrated, measured)
+        fields = extra(figs, est.notes) if extra else {}
         # model_construct: every field comes from validated records (no second validation pass over ~1,300
         # candidates: recommend's cold start matters)
-        p = record.model_construct(
+        return record.model_construct(
             model=est.model, quant=est.quant, engine=est.engine, hardware=est.hardware,
             context_tokens=est.context_tokens, batch=est.batch, prompt_tokens=est.prompt_tokens,
             output_tokens=est.output_tokens, kv_dtype=est.kv_dtype, gpu_layers=est.gpu_layers, figures=figs,
-            terms={k: getattr(est, k) for k in TERMS}, basis=basis, notes=list(est.notes), **fields)
-        p._analysis = est
-        return p
+            analysis=est, basis=basis, notes=est.notes, **fields)
 
 
 def measured_index(measurements: list[Measurement], profiles: list[HardwareProfile],

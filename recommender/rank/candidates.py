@@ -85,30 +85,35 @@ class CandidateBuilder:
                                         engine_supported(engine, QUANTS[quant].family, quant, hw))
         quality, unsupported = fixed
         prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
-        c = self.predictor.predict(spec, Config(model=mid, quant=quant, engine=engine, context_tokens=ctx,
-                                                batch=batch, prompt_tokens=prompt, output_tokens=wl.output_tokens,
-                                                kv_dtype=kv_dtype, gpu_layers=gpu_layers),
-                                   variant=self.variants[(mid, quant)], record=Candidate, figures=quality,
-                                   params_total=spec.params_total, params_active=spec.params_active, rank=None,
-                                   score=None, score_parts={}, latency_ms=None, excluded=[])
-        lat = c.latency_ms = c.value(LATENCY_FIELD[q.latency_metric])
-        vram = c.total_vram_bytes
-        reasons = c.excluded
-        if unsupported:
-            reasons.append(unsupported)
-        if ctx > spec.max_position_embeddings:
-            reasons.append(f"context {ctx} exceeds the model's maximum of {spec.max_position_embeddings}")
-        if vram > q.vram_bytes:
-            reasons.append(f"needs {vram / 1024**3:.1f} GiB of GPU memory, budget is "
-                           f"{q.vram_bytes / 1024**3:.1f} GiB")
-        if q.max_latency_ms is not None:
-            if lat is None:
-                reasons.append(f"{q.latency_metric.upper()} unknown ({'; '.join(c.notes) or 'no data'}), "
-                               f"so the latency limit cannot be checked")
-            elif lat > q.max_latency_ms:
-                reasons.append(f"{q.latency_metric.upper()} {lat:.0f} ms exceeds the limit of "
-                               f"{q.max_latency_ms:.0f} ms")
-        return c
+        field = LATENCY_FIELD[q.latency_metric]
+
+        def limits(figs: dict, notes: list[str]) -> dict:
+            """The candidate's other fields: its quality figures, the constrained latency and the limits it breaks."""
+            figs.update(quality)
+            lat, vram = figs[field].value, figs["total_vram_bytes"].value
+            reasons = []
+            if unsupported:
+                reasons.append(unsupported)
+            if ctx > spec.max_position_embeddings:
+                reasons.append(f"context {ctx} exceeds the model's maximum of {spec.max_position_embeddings}")
+            if vram > q.vram_bytes:
+                reasons.append(f"needs {vram / 1024**3:.1f} GiB of GPU memory, budget is "
+                               f"{q.vram_bytes / 1024**3:.1f} GiB")
+            if q.max_latency_ms is not None:
+                if lat is None:
+                    reasons.append(f"{q.latency_metric.upper()} unknown ({'; '.join(notes) or 'no data'}), "
+                                   f"so the latency limit cannot be checked")
+                elif lat > q.max_latency_ms:
+                    reasons.append(f"{q.latency_metric.upper()} {lat:.0f} ms exceeds the limit of "
+                                   f"{q.max_latency_ms:.0f} ms")
+            return {"params_total": spec.params_total, "params_active": spec.params_active, "rank": None,
+                    "score": None, "score_parts": {}, "latency_ms": lat, "excluded": reasons}
+
+        config = Config(model=mid, quant=quant, engine=engine, context_tokens=ctx, batch=batch,
+                                        prompt_tokens=prompt, output_tokens=wl.output_tokens, kv_dtype=kv_dtype,
+                                        gpu_layers=gpu_layers)
+        return self.predictor.predict(spec, config, variant=self.variants[(mid, quant)], record=Candidate,
+                                      extra=limits)
 
 
 def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None) -> list[Candidate]:
