@@ -8,7 +8,7 @@ from conftest import assert_user_error
 
 from recommender.core.records import Figure
 from recommender.hardware.profiles import load_profiles
-from recommender.hardware.workloads import get_workload
+from recommender.core.workloads import get_workload
 from recommender.rank.candidates import Candidate
 from recommender.rank.query import Query
 from recommender.score.weighted import DEFAULT_WEIGHTS

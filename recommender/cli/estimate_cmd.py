@@ -12,7 +12,7 @@ from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes, fmt_ms, parse_tokens
 from recommender.model.quant import QUANTS, resolve_quant
 from recommender.hardware.profiles import load_profiles, planning_hardware
-from recommender.hardware.workloads import DEFAULT_WORKLOAD, get_workload
+from recommender.core.workloads import DEFAULT_WORKLOAD, get_workload
 from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Predictor
 from recommender.cli.common import emit_json, info, LEGEND, mark, open_catalog, stdout_console

@@ -15,7 +15,7 @@ from recommender.core.errors import UserError
 from recommender.core.units import parse_latency_ms, parse_tokens
 from recommender.model.quant import resolve_quant
 from recommender.hardware.profiles import planning_hardware
-from recommender.hardware.workloads import get_workload
+from recommender.core.workloads import get_workload
 from recommender.rank.query import Query
 from recommender.score.weighted import parse_weights
 
@@ -111,12 +111,12 @@ def query_options(func: Optional[Callable] = None, *, top_help: Optional[str] = 
 def build_query(opts: QueryOptions, normalization: str):
     """Turn the shared options into a validated Query (raises UserError on bad input). Returns (query, notes).
 
-    Parsed from the top layer down (weights, workload, hardware, quantizations, engines, numbers); model names stay as
+    Parsed from the top layer down (weights, hardware, quantizations, workload, engines, numbers); model names stay as
     typed and are matched against the catalog when candidates are built."""
     o = opts
     w = parse_weights(o.weights)
-    wl = get_workload(o.workload)
     hw, notes = planning_hardware(o.gpu, o.vram)
+    wl = get_workload(o.workload)
     quants = [resolve_quant(x) for x in (o.quant or [])]
     engines = [resolve_engine(e) for e in (o.engine or [])]
     max_ms = parse_latency_ms(o.max_latency) if o.max_latency is not None else None

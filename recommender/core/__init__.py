@@ -1,5 +1,5 @@
-"""Layer 1, the leaves: records that cross a boundary, units, errors, paths, name matching, engine names and the
-GGUF header reader. Imports nothing else of the project; every other layer (and evaluators/) may import it."""
+"""Layer 1, the leaves: records that cross a boundary, units, errors, paths, name matching, engine names, the
+workload presets and the GGUF header reader. Imports nothing else of the project; every other layer (and evaluators/) may import it."""
 
 from recommender.core.errors import UserError
 from recommender.core.records import JSON_SCHEMA_VERSION, Figure, HardwareProfile, Measurement, ModelSpec, Workload
