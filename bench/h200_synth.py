@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluators.synthetic import build_synthetic_gguf  # noqa: E402
+from recommender.probes.synthetic import build_synthetic_gguf  # noqa: E402
 from recommender.catalog.build import load_models  # noqa: E402
-from recommender.paths import SOURCES_DIR  # noqa: E402
+from recommender.core.paths import SOURCES_DIR  # noqa: E402
 
 
 def main() -> None:
