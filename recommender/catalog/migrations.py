@@ -19,7 +19,7 @@ CREATE TABLE models (
     notes VARCHAR,
     origin VARCHAR NOT NULL,            -- 'shipped' | 'user'
     added_at TIMESTAMP NOT NULL,
-    spec_json VARCHAR NOT NULL          -- the full recommender.types.ModelSpec
+    spec_json VARCHAR NOT NULL          -- the full recommender.core.records.ModelSpec
 );
 CREATE TABLE variants (
     model_id VARCHAR NOT NULL,

@@ -1,7 +1,7 @@
 """Measured mode of `recommender tune`: one real probe per trial, in a child process, cached in the catalog.
 
 A trial's configuration (context, batch, KV dtype, and GPU layers on a GPU) is first estimated
-(recommender.estimate); a configuration whose predicted memory exceeds the budget is never run (status
+(recommender.predict); a configuration whose predicted memory exceeds the budget is never run (status
 ``skipped``). Otherwise a stored probe row with the same settings on this machine (hardware fingerprint, engine,
 model file, quant, batch, context, prompt, output, KV dtype, GPU layers, at least as many repeats) is reused
 (``cached``); else the probe runs (evaluators/runner.py, as `recommender probe perf` does) and its row, ok or failed,

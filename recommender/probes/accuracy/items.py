@@ -194,7 +194,7 @@ def dev_file_name(task: str) -> str:
 
 
 def build_all(raw: Path, out: Path = BENCH_DIR) -> dict:
-    """Write every shipped item file and the manifest (maintainers: `python -m recommender.accuracy.items RAW`)."""
+    """Write every shipped item file and the manifest (maintainers: `python -m recommender.probes.accuracy.items RAW`)."""
     manifest: dict = {"version": VERSION, "seed": SEED, "files": {}}
     for task, (split, _folder, lang) in TASKS.items():
         full = read_raw(task, split, raw)
