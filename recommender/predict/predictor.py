@@ -26,9 +26,11 @@ from typing import Optional, Union
 from pydantic import PrivateAttr
 
 from recommender.core.records import Figure, HardwareProfile, Measurement, ModelSpec, Provenance, Strict, Variant
+from recommender.hardware.multi import MultiGpu
 from recommender.hardware.profiles import hardware_key
 from recommender.predict.analytical import Estimate, estimate
 from recommender.predict.calibrated import Calibrator, load_calibrator
+from recommender.predict.split import DeviceShare, SplitEstimate, SplitPlan, estimate_split
 
 FIGURE_UNITS = {
     "weights_bytes": "bytes", "kv_cache_bytes": "bytes", "overhead_bytes": "bytes", "total_vram_bytes": "bytes",
@@ -59,6 +61,7 @@ class Config(Strict):
     output_tokens: int = 256
     kv_dtype: Optional[str] = None  # None: the engine's default
     gpu_layers: Optional[int] = None  # llama.cpp partial offload; None = every layer on the GPU
+    split: Optional[SplitPlan] = None  # spread over the Predictor's multi-GPU machine; None = one GPU
 
 
 class Prediction(Strict):
@@ -78,6 +81,10 @@ class Prediction(Strict):
     terms: dict[str, Union[int, float]]  # bytes are int, FLOPs float
     basis: dict[str, str]
     notes: list[str]
+    # a multi-GPU plan: how the model is split, over which link, and each device's memory (estimated)
+    split: Optional[SplitPlan] = None
+    link: Optional[str] = None
+    devices: Optional[list[DeviceShare]] = None
     _analysis: Optional[Estimate] = PrivateAttr(default=None)
 
     def value(self, name: str) -> Optional[float]:
@@ -194,21 +201,23 @@ class Predictor:
     """Predictions on one hardware profile: its calibration terms and the measured rows of that hardware."""
 
     def __init__(self, hw: HardwareProfile, *, hw_key: Optional[str] = None, calibrator: Optional[Calibrator] = None,
-                 measured: Optional[dict[tuple, Measurement]] = None) -> None:
+                 measured: Optional[dict[tuple, Measurement]] = None, machine: Optional[MultiGpu] = None) -> None:
         self.hw = hw
+        self.machine = machine  # several GPUs: configurations with a split plan are spread over them
         self.hw_key = hw_key or hw.name.lower()
         self.calibrator = calibrator if calibrator is not None else Calibrator([])
         self.measured = measured or {}
 
     @classmethod
     def for_catalog(cls, catalog, hw: HardwareProfile, profiles: list[HardwareProfile],
-                    models: Optional[dict[str, ModelSpec]] = None, model_id: Optional[str] = None) -> "Predictor":
+                    models: Optional[dict[str, ModelSpec]] = None, model_id: Optional[str] = None,
+                    machine: Optional[MultiGpu] = None) -> "Predictor":
         """A predictor with the catalog's calibration (overlay first, then shipped) and its measured rows."""
         models = catalog.models() if models is None else models
         rows = catalog.measurements(model_id=model_id, status="ok") if model_id else \
             catalog.measurements(status="ok")
         return cls(hw, hw_key=hardware_key(hw.name, profiles), calibrator=load_calibrator(catalog),
-                   measured=measured_index(rows, profiles, swa_models(models)))
+                   measured=measured_index(rows, profiles, swa_models(models)), machine=machine)
 
     @property
     def stale(self) -> int:
@@ -217,10 +226,22 @@ class Predictor:
     def predict(self, spec: ModelSpec, c: Config, variant: Optional[Variant] = None, *,
                 record: type[Prediction] = Prediction, **fields) -> Prediction:
         """The prediction of one configuration; ``record`` (a subclass of Prediction) and ``fields`` build a richer
-        record in the same step (rank's Candidate)."""
-        est = estimate(spec, c.quant, c.engine, self.hw, context_tokens=c.context_tokens, batch=c.batch,
-                       prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype,
-                       variant=variant, gpu_layers=c.gpu_layers)
+        record in the same step (rank's Candidate).
+
+        A configuration with a split plan is spread over the Predictor's machine (recommender.predict.split): its
+        figures stay estimated (calibration terms and measured rows are per single GPU)."""
+        if c.split is not None:
+            if self.machine is None:
+                raise ValueError("a split plan needs a Predictor with a multi-GPU machine")
+            if c.gpu_layers is not None:
+                raise ValueError("partial offload (gpu_layers) is not modelled with a multi-GPU split")
+            est = estimate_split(spec, c.quant, c.engine, self.machine, c.split, context_tokens=c.context_tokens,
+                                 batch=c.batch, prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens,
+                                 kv_dtype=c.kv_dtype, variant=variant)
+        else:
+            est = estimate(spec, c.quant, c.engine, self.hw, context_tokens=c.context_tokens, batch=c.batch,
+                           prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype,
+                           variant=variant, gpu_layers=c.gpu_layers)
         return self.refine(est, spec, record=record, **fields)
 
     def for_measurement(self, spec: ModelSpec, m: Measurement) -> Prediction:
@@ -237,7 +258,8 @@ class Predictor:
         basis = dict(est.basis)
         calibrated: set[str] = set()
         measured: set[str] = set()
-        if est.gpu_layers is None:
+        split = est if isinstance(est, SplitEstimate) else None
+        if est.gpu_layers is None and split is None:
             if self.calibrator.has(est.engine, self.hw_key):
                 cal = self.calibrator.figures(est, spec, self.hw, self.hw_key)
                 figs.update(cal)
@@ -250,7 +272,10 @@ class Predictor:
                 figs.update(got)
                 measured = set(got)
                 basis.update(notes)
-        _derive(figs, est, self.hw.memory_bandwidth_bytes_per_s, calibrated, measured)
+        _derive(figs, est, split_bandwidth(split, self.machine) if split else self.hw.memory_bandwidth_bytes_per_s,
+                calibrated, measured)
+        if split is not None:
+            fields.update(split=split.plan, link=split.link, devices=split.devices)
         extra_figures = fields.pop("figures", None)
         if extra_figures:
             figs.update(extra_figures)
@@ -263,6 +288,13 @@ class Predictor:
             terms={k: getattr(est, k) for k in TERMS}, basis=basis, notes=list(est.notes), **fields)
         p._analysis = est
         return p
+
+
+def split_bandwidth(est: SplitEstimate, machine: MultiGpu) -> float:
+    """The bandwidth a split step's bytes are read at: the devices' sum when they read at once (row, tensor), their
+    mean when they take turns (layer, pipeline)."""
+    bws = [d.memory_bandwidth_bytes_per_s for d in machine.devices]
+    return sum(bws) if est.plan.mode in ("row", "tensor") else sum(bws) / len(bws)
 
 
 def measured_index(measurements: list[Measurement], profiles: list[HardwareProfile],
