@@ -20,8 +20,10 @@ from pydantic import Field
 from recommender.core.errors import UserError
 from recommender.core.paths import PROFILES_DIR
 from recommender.core.records import HardwareProfile, Strict
-from recommender.hardware.host import GpuInfo
-from recommender.hardware.profiles import find_profile, load_profiles, match_profile, profile_from_gpu
+from recommender.core.units import parse_memory
+from recommender.hardware.host import GpuInfo, probe_host
+from recommender.hardware.profiles import (find_profile, load_profiles, match_profile, override_memory,
+                                           planning_hardware, profile_from_gpu)
 
 # GB/s (10^9 B/s) per lane and direction: transfer rate (GT/s) x 128/130 line coding / 8 bits
 PCIE_GT_PER_S = {3: 8.0, 4: 16.0, 5: 32.0}
@@ -219,3 +221,50 @@ def local_machine(gpus: list[GpuInfo], profiles: Optional[list[HardwareProfile]]
         lk = default_link(devices)
     return MultiGpu(name=machine_name(devices), devices=devices, link=lk,
                     notes=[f"{len(devices)} GPUs found here (NVML), linked by {lk.label}"])
+
+
+def _counted(gpu: str) -> bool:
+    """Whether --gpu names several cards ("2x RTX 3090", "RTX 4090,RTX 3090")."""
+    if "," in gpu:
+        return True
+    m = _COUNT.match(gpu)
+    return bool(m) and int(m.group(1)) != 1
+
+
+def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, link: Optional[str] = None):
+    """What to plan for: (profile, machine, notes). ``machine`` is a MultiGpu for several GPUs (``--gpu "2x RTX
+    3090"``, ``--gpu "RTX 4090,RTX 3090"``, ``--gpu NAME --gpus N``, or this machine's GPUs when NVML finds two or
+    more), else None and ``profile`` is the one GPU (``profiles.planning_hardware``). With a machine, ``profile`` is
+    its first device and ``--vram`` overrides every card's memory."""
+    notes: list[str] = []
+    machine: Optional[MultiGpu] = None
+    if gpu and (_counted(gpu) or (gpus or 1) > 1):
+        devices = parse_gpu_list(gpu, gpus)
+        if len(devices) > 1:
+            if vram is not None:
+                mem = parse_memory(vram) if isinstance(vram, str) else vram
+                devices = [override_memory(d, mem) for d in devices]
+                notes.append(f"--vram {vram} applies to each of the {len(devices)} GPUs")
+            machine = build_machine(devices, link)
+        else:
+            gpu = devices[0].name  # "1x RTX 3090": one card
+    elif not gpu:
+        if gpus is not None and gpus > 1:
+            raise UserError(f"--gpus {gpus} needs --gpu NAME (which card)", hint='e.g. --gpu "RTX 3090" --gpus 2')
+        host = probe_host()
+        if len(host.gpus) > 1:
+            machine = local_machine(host.gpus)
+            if link:
+                machine = machine.model_copy(update={"link": parse_link(link, machine.devices)})
+            if vram is not None:
+                mem = parse_memory(vram) if isinstance(vram, str) else vram
+                machine = machine.model_copy(update={"devices": [override_memory(d, mem) for d in machine.devices]})
+            notes.append(f"planning for the {machine.count} GPUs found here: {machine.name} ({machine.link.label})")
+    if machine is None:
+        if link:
+            raise UserError("--link describes the link between several GPUs",
+                            hint='name several cards: --gpu "2x RTX 3090" (or --gpu NAME --gpus 2)')
+        prof, more = planning_hardware(gpu, vram)
+        return prof, None, notes + more
+    notes.append(f"{machine.name}: {machine.memory_bytes / 1024**3:.0f} GiB in all, linked by {machine.link.label}")
+    return machine.devices[0], machine, notes
