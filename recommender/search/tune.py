@@ -399,7 +399,7 @@ def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, f
                 break
             except ImportError as e:
                 raise UserError(f"cannot open storage {_redact(storage)!r}: {e}",
-                                hint="PostgreSQL needs a driver: pip install psycopg2-binary") from None
+                                hint="PostgreSQL needs a driver: pip install 'recommender[postgres]' (psycopg 3)") from None
             except Exception as e:  # noqa: BLE001 - SQLAlchemy's many URL / connection errors
                 msg = str(e).splitlines()[0] if str(e) else type(e).__name__
                 # two workers creating the schema at once: one sees the other's tables or alembic row, or a lock
