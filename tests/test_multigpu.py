@@ -189,3 +189,36 @@ def test_tensor_parallel_shards_memory_per_gpu(catalog):
             d.runtime_overhead_bytes
         assert d.kv_blocks * 16 * (d.kv_cache_bytes / (8192 * 16)) <= d.kv_budget_bytes
     assert p.tpot_ms < one.tpot_ms  # four GPUs' bandwidth at once
+
+
+def test_tune_goodput_on_a_machine_matches_recommend(cli):
+    """`tune --goodput` on 2x RTX 3090 (serve workload): the grid's optimum is the configuration among recommend's
+    candidates with the most requests/s meeting the SLOs (batch x 1000 / E2E where TTFT and TPOT meet them), and
+    every candidate is split over both cards."""
+    sel = ["--model", "Qwen/Qwen3-32B", "--gpu", "2x RTX 3090", "-w", "serve", "--quant", "Q4_K_M",
+           "--quant", "Q8_0", "--engine", "llama.cpp"]
+    rec = cli("recommend", *sel, "--per-model", "0", "--top", "100", "--json")
+    assert rec.code == 0, rec.err
+    cands = [c for c in rec.json()["candidates"] if c["devices"]]
+    assert cands and all(len(c["devices"]) == 2 for c in cands)
+
+    def good(c):
+        f = c["figures"]
+        ok = f["ttft_ms"]["value"] <= 10_000 and f["tpot_ms"]["value"] <= 100
+        return c["batch"] * 1000 / f["e2e_ms"]["value"] if ok else 0.0
+
+    best = max(cands, key=good)
+    r = cli("tune", "Qwen/Qwen3-32B", *sel[2:], "--kv-dtype", "default", "--goodput", "--slo-ttft", "10s",
+            "--slo-tpot", "100ms", "--trials", "20", "--json")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["objective"] == "goodput" and d["slo"] == {"ttft_ms": 10000.0, "tpot_ms": 100.0}
+    assert d["grid"]["optimum_score"] == pytest.approx(-good(best), rel=1e-9)
+    opt = d["grid"]["optimum"][0]
+    assert (opt["quant"], opt["batch"]) == (best["quant"], best["batch"])
+
+
+@pytest.mark.parametrize("args", [["--goodput"], ["--slo-ttft", "2s"], ["--goodput", "--slo-tpot", "x"],
+                                  ["--goodput", "--slo-tpot", "50ms", "--pareto"]])
+def test_tune_goodput_bad_input(cli, args):
+    assert_user_error(cli("tune", "Qwen/Qwen2.5-7B", "--gpu", "RTX 4090", "--trials", "2", *args))
