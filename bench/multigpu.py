@@ -17,6 +17,13 @@ has been lent; the separate issue measures splits when one is).
    H200 SXM and A100 SXM, 2/4/8 GPUs. The latency terms and the bus efficiency are fitted on H100 SXM; H200 SXM and
    A100 SXM (another NVLink generation: 300 GB/s per direction) are held out.
 
+3. vLLM decode matmuls (the per-GPU term of TP and of single-GPU vLLM), sources/published_perf/
+   aiconfigurator_gemm_decode.csv: aiconfigurator's measured vLLM 0.14 GEMMs at m = 1-8 tokens. The bandwidth
+   efficiency (weight bytes / latency / the profile's memory bandwidth) is fitted on H100 SXM (median) and used to
+   predict the held-out H200 SXM and A100 SXM latencies; it is printed beside the shipped DECODE_BW_EFFICIENCY
+   assumption for vLLM (0.75 float, 0.65 fp8), which this bench does not change (the single-GPU speed model is
+   recommender/predict/analytical.py's).
+
     PYTHONPATH=. .venv/bin/python bench/multigpu.py [--json]
 """
 
@@ -31,12 +38,16 @@ from pathlib import Path
 from recommender.cli.common import open_catalog
 from recommender.hardware.multi import build_machine
 from recommender.hardware.profiles import find_profile, load_profiles
+from recommender.predict import constants as C
 from recommender.predict import split as S
 from recommender.predict.predictor import Config, Predictor
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA_CSV = ROOT / "sources/published_perf/multigpu_llamacpp.csv"
 AR_CSV = ROOT / "sources/published_perf/aiconfigurator_allreduce.csv"
+GEMM_CSV = ROOT / "sources/published_perf/aiconfigurator_gemm_decode.csv"
+GEMM_BYTES = {"bfloat16": 2, "fp8": 1}
+GEMM_FAMILY = {"bfloat16": "float", "fp8": "fp8"}
 MODELS = {"LLaMA-3-8B": "meta-llama/Llama-3.1-8B", "LLaMA-3-70B": "meta-llama/Llama-3.1-70B"}
 QUANTS = {"Q4_K_M": "Q4_K_M", "F16": "F16"}
 TESTS = ("tg512", "pp512")
@@ -175,6 +186,31 @@ def allreduce_report(profiles) -> dict:
     return out
 
 
+def gemm_report(profiles) -> dict:
+    rows = list(csv.DictReader(GEMM_CSV.open()))
+    bw = {s: find_profile(n, profiles).memory_bandwidth_bytes_per_s for s, n in AR_SYSTEMS.items()}
+
+    def eff(r):
+        return int(r["n"]) * int(r["k"]) * GEMM_BYTES[r["gemm_dtype"]] / (float(r["latency_ms"]) / 1e3) / \
+            bw[r["system"]]
+
+    out = {"fitted": {}, "shipped": {}, "errors": {}}
+    for dt in GEMM_BYTES:
+        fit = [eff(r) for r in rows if r["system"] == AR_FIT and r["gemm_dtype"] == dt]
+        e = statistics.median(fit)
+        out["fitted"][dt] = e
+        out["shipped"][dt] = C.DECODE_BW_EFFICIENCY["vllm"][GEMM_FAMILY[dt]].value
+        for sysname in AR_SYSTEMS:
+            sel = [r for r in rows if r["system"] == sysname and r["gemm_dtype"] == dt]
+            if not sel:
+                continue
+            for label, e_use in (("fitted", e), ("shipped", out["shipped"][dt])):
+                errs = [int(r["n"]) * int(r["k"]) * GEMM_BYTES[dt] / (bw[sysname] * e_use) * 1e3
+                        / float(r["latency_ms"]) - 1 for r in sel]
+                out["errors"][f"{sysname}/{dt}/{label}"] = errs
+    return out
+
+
 def _summ(errs: list[float]) -> str:
     if not errs:
         return "no rows"
@@ -192,8 +228,9 @@ def main() -> None:
     profiles = load_profiles()
     lr = llama_report(catalog, profiles)
     ar = allreduce_report(profiles)
+    gm = gemm_report(profiles)
     if args.json:
-        print(json.dumps({"llama_cpp_layer_split": lr, "vllm_allreduce": ar}, indent=2))
+        print(json.dumps({"llama_cpp_layer_split": lr, "vllm_allreduce": ar, "vllm_decode_gemm": gm}, indent=2))
         return
     print("== llama.cpp -sm layer against XiongjieDai/GPU-Benchmarks-on-LLM-Inference (published, May 2024) ==")
     print(f"hop latency fitted on {FIT_GPU} {FIT_MODEL} {FIT_TEST} (Q4_K_M, F16; 2/4/6 GPUs): "
@@ -224,6 +261,18 @@ def main() -> None:
             errs = [r["error"] for r in ar["rows"] if r["system"] == sysname and lo <= r["elements"] <= hi]
             tag = "fit" if sysname == AR_FIT else "held-out"
             print(f"{tag:8} {sysname:9} {label:44} {_summ(errs)}")
+    print()
+    print("== vLLM decode GEMMs (m = 1-8) against ai-dynamo/aiconfigurator measured tables ==")
+    for dt in GEMM_BYTES:
+        print(f"{dt}: bandwidth efficiency fitted on {AR_FIT} {gm['fitted'][dt]:.3f} (median); shipped vLLM "
+              f"DECODE_BW_EFFICIENCY['{GEMM_FAMILY[dt]}'] = {gm['shipped'][dt]} (an assumption)")
+        for sysname in AR_SYSTEMS:
+            for label in ("fitted", "shipped"):
+                errs = gm["errors"].get(f"{sysname}/{dt}/{label}")
+                if errs is None:
+                    continue
+                tag = "fit" if sysname == AR_FIT else "held-out"
+                print(f"  {tag:8} {sysname:9} with the {label:7} efficiency: GEMM latency {_summ(errs)}")
 
 
 if __name__ == "__main__":
