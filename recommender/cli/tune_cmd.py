@@ -122,6 +122,10 @@ def tune_command(
         q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
                                             prompt_tokens, output_tokens, weights, missing, gpu, None, None, None,
                                             10, 1, catalog_path), normalization.value)
+        if q.machine is not None:  # a probe runs on one device: GPU 0 of this machine
+            gpus_here = q.machine.count
+            q = q.model_copy(update={"machine": None, "vram_bytes": q.hardware.memory_bytes})
+            notes.append(f"measuring on GPU 0 ({q.hardware.name}) of the {gpus_here} GPUs here: a probe runs on one")
         host = probe_host()
         if not host.gpus:
             q = q.model_copy(update={"hardware": cpu_profile(host, q.vram_bytes if vram else None)})

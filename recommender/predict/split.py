@@ -223,7 +223,11 @@ def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, 
     kw = dict(context_tokens=context_tokens, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
               kv_dtype=kv_dtype, variant=variant)
     devs = machine.devices
-    fulls = [_full(spec, quant, engine, d, kw) for d in devs]
+    same: dict[tuple, Estimate] = {}  # identical cards share one single-GPU estimate
+    for d in devs:
+        if (d.name, d.memory_bytes) not in same:
+            same[(d.name, d.memory_bytes)] = _full(spec, quant, engine, d, kw)
+    fulls = [same[(d.name, d.memory_bytes)] for d in devs]
     base = fulls[0]
     n = len(devs)
     n_layer = max(spec.num_layers, 1)
