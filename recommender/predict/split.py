@@ -100,9 +100,13 @@ LLAMA_CPP_HOP_MS = C.Const(0.143, "ms per device boundary per token",
 # llama.cpp row split: one synchronization (gather of the partial results on the main GPU) per split matrix
 # multiplication; seven matrices per block (q, k, v, o, gate, up, down).
 LLAMA_CPP_ROW_SYNC_MS = C.Const(0.056, "ms per split matmul per token",
-                                "fitted on one published pair, ikawrakow/ik_llama.cpp PR #1018 (commit message): "
-                                "LLaMA-70B on 2x RTX 3090, mainline -sm row TG 19.3 t/s against -sm layer 24.4 t/s: "
-                                "(1/19.3 - 1/24.4/2) s / (80 blocks x 7 matmuls) = 0.056 ms; no held-out check")
+                                "derived from one published pair, ikawrakow/ik_llama.cpp commit a719349982 (PR #1022, "
+                                "its message): LLaMA-70B, mainline -sm row TG 19.3 t/s against -sm "
+                                "layer 24.4 t/s, on the author's 2x RTX 3090 machine (named in the PR #1022 thread; "
+                                "sources/published_perf/multigpu_row_split.csv; "
+                                "the quantization is not stated): (1/19.3 - 1/24.4/2) s / (80 blocks x 7 matmuls) = "
+                                "0.056 ms, taking row's bandwidth part as half the layer-split step; no held-out "
+                                "check")
 ROW_SPLIT_MATMULS_PER_BLOCK = 7
 LLAMA_CPP_SPLIT_ACTIVATION_COPIES = C.Const(3, "tensors of n_ubatch x intermediate x f32",
                                             "assumption: the compute buffer of a device without the output layer "
