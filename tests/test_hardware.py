@@ -379,3 +379,17 @@ def test_module_import_is_lazy():
             "print('pynvml' in sys.modules, 'yaml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_hardware_lists_every_gpu_and_the_machine(monkeypatch, capsys):
+    """Two GPUs behind NVML: `recommender hardware` lists both and the multi-GPU machine they make."""
+    from recommender.cli.hardware_cmd import hardware_command
+
+    fake = make_fake_pynvml(gpus=[dict(H200, uuid=f"GPU-{i}") for i in range(2)])
+    fake.nvmlDeviceGetMaxPcieLinkGeneration = lambda h: 5
+    fake.nvmlDeviceGetMaxPcieLinkWidth = lambda h: 16
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    hardware_command(as_json=False, profiles=False)
+    out = capsys.readouterr().out
+    assert "[0] NVIDIA H200" in out and "[1] NVIDIA H200" in out and "PCIe 5.0 x16" in out
+    assert "multi-GPU" in out and "2x NVIDIA H200" in out

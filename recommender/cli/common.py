@@ -64,7 +64,16 @@ def columns_table(title: str, caption: str, columns: tuple[tuple[str, str], ...]
 def budget_title(q) -> str:
     """'<GPU>, <VRAM> budget[, TTFT ≤ 800 ms]' for a query's table title."""
 
-    return f"{q.hardware.name}, {fmt_bytes(q.vram_bytes)} budget{limit_label(q)}"
+    name = q.machine.name if getattr(q, "machine", None) is not None else q.hardware.name
+    return f"{name}, {fmt_bytes(q.vram_bytes)} budget{limit_label(q)}"
+
+
+def engine_label(c, q=None) -> str:
+    """'llama.cpp', or with a multi-GPU plan 'llama.cpp ×2 -sm layer' / 'vllm ×4 TP'; on a multi-GPU machine a
+    configuration that is not split runs on GPU 0 alone."""
+    if getattr(c, "split", None) is None or not c.devices:
+        return f"{c.engine} (GPU 0)" if q is not None and getattr(q, "machine", None) is not None else c.engine
+    return f"{c.engine} ×{len(c.devices)} {c.split.label}"
 
 
 def mark(value: str, provenance: str) -> str:

@@ -11,10 +11,12 @@ from recommender.core.engines import resolve_engine
 from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes, fmt_ms, parse_tokens
 from recommender.model.quant import QUANTS, resolve_quant
-from recommender.hardware.profiles import load_profiles, planning_hardware
 from recommender.core.workloads import DEFAULT_WORKLOAD, get_workload
+from recommender.hardware.multi import planning_machine
+from recommender.hardware.profiles import load_profiles
 from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Predictor
+from recommender.predict.split import ENGINE_MODES, SplitPlan, check_plan, default_plan
 from recommender.cli.common import emit_json, info, LEGEND, mark, open_catalog, stdout_console
 
 
@@ -31,8 +33,18 @@ def estimate_command(
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV cache dtype (f16, q8_0, q4_0, fp8...)."),
     gpu_layers: Optional[int] = typer.Option(None, "--gpu-layers", min=0,
                                              help="llama.cpp n_gpu_layers for partial offload (default: all)."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for this GPU profile."),
-    vram: Optional[str] = typer.Option(None, "--vram", help="Override the GPU memory (24, 24GiB, 24GB)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for this GPU profile; several: \"2x RTX 3090\", "
+                                                          "\"RTX 4090,RTX 3090\"."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="How many of the --gpu card."),
+    link: Optional[str] = typer.Option(None, "--link", help="Link between the GPUs: pcie4 x16, pcie3 x8, nvlink."),
+    split_mode: Optional[str] = typer.Option(None, "--split", help="Multi-GPU plan: layer or row (llama.cpp -sm), "
+                                                                   "tensor or pipeline (vLLM). Default: the "
+                                                                   "engine's (layer; tensor when the heads divide)."),
+    tensor_split: Optional[str] = typer.Option(None, "--tensor-split", "-ts",
+                                               help="llama.cpp --tensor-split proportions, e.g. 3,1 "
+                                                    "(default: by each GPU's memory)."),
+    vram: Optional[str] = typer.Option(None, "--vram", help="Override the GPU memory (24, 24GiB, 24GB); with "
+                                                            "several GPUs, each one's."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Estimate memory and latency of one configuration, every number with its provenance and formula."""
@@ -59,18 +71,54 @@ def estimate_command(
     if prompt_tokens >= ctx:
         raise UserError(f"--prompt-tokens {prompt_tokens} does not fit in a {ctx}-token context",
                         hint="raise --context or shorten the prompt")
-    hw, notes = planning_hardware(gpu, vram)
+    hw, machine, notes = planning_machine(gpu, gpus, vram, link)
+    plan = _plan(eng, spec, machine, split_mode, tensor_split, gpu_layers)
     for n in notes:
         info(n)
-    predictor = Predictor.for_catalog(catalog, hw, load_profiles(), {spec.id: spec}, model_id=spec.id)
+    predictor = Predictor.for_catalog(catalog, hw, load_profiles(), {spec.id: spec}, model_id=spec.id,
+                                      machine=machine)
     est = predictor.predict(spec, Config(model=spec.id, quant=q, engine=eng, context_tokens=ctx, batch=batch,
                                          prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                                         kv_dtype=kv_dtype, gpu_layers=gpu_layers),
+                                         kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan),
                             variant=catalog.variants().get((spec.id, q)))
     if as_json:
         emit_json(est)
         return
     print_estimate(est)
+
+
+def _plan(engine: str, spec, machine, mode: Optional[str], tensor_split: Optional[str],
+          gpu_layers: Optional[int]) -> Optional[SplitPlan]:
+    """The split plan of --split/--tensor-split on a multi-GPU machine (None on one GPU); bad input is a UserError."""
+    if machine is None:
+        if mode or tensor_split:
+            raise UserError("--split and --tensor-split plan several GPUs",
+                            hint='name them: --gpu "2x RTX 3090" (or --gpu NAME --gpus N)')
+        return None
+    if gpu_layers is not None:
+        raise UserError("--gpu-layers (partial offload) is not modelled with a multi-GPU split",
+                        hint="drop --gpu-layers, or plan for one GPU")
+    if mode is None:
+        plan = default_plan(engine, spec, machine)
+        if plan is None:
+            raise UserError(f"{engine} has no multi-GPU plan here", hint="use --engine llama.cpp or vllm")
+    else:
+        modes = ENGINE_MODES.get(engine, ())
+        if mode not in modes:
+            raise UserError(f"--split {mode!r} is not a {engine} plan",
+                            hint=f"{engine} plans: {', '.join(modes)}" if modes else "use --engine llama.cpp or vllm")
+        plan = SplitPlan(mode=mode)
+    if tensor_split is not None:
+        try:
+            props = [float(x) for x in tensor_split.split(",")]
+        except ValueError:
+            raise UserError(f"--tensor-split {tensor_split!r}: give numbers separated by commas", hint="e.g. 3,1")
+        plan = plan.model_copy(update={"tensor_split": props})
+    why = check_plan(engine, plan, spec, machine)
+    if why:
+        raise UserError(f"{plan.label} on {machine.name}: {why}",
+                        hint="pick another --split, or a number of GPUs the model's heads divide by")
+    return plan
 
 
 def _interval(est, field: str, fmt) -> str:
@@ -109,6 +157,8 @@ def print_estimate(est) -> None:
     for r in rows:
         t.add_row(*r)
     stdout_console().print(t)
+    if est.devices:
+        print_devices(est)
     for k, v in est.basis.items():
         info(f"{k}: {v}")
     for name in ("ttft_ms", "tpot_ms", "total_vram_bytes"):  # where each headline figure came from
@@ -117,3 +167,25 @@ def print_estimate(est) -> None:
             info(f"{name} ({f.provenance}): {f.basis}")
     for n in est.notes:
         info(f"note: {n}")
+
+
+def print_devices(est) -> None:
+    """Per-device memory of a split plan (every figure estimated: docs/estimates.md §7)."""
+    from rich.table import Table  # noqa: PLC0415
+
+    vllm = est.engine == "vllm"
+    t = Table(title=f"{est.split.label} over {est.hardware} · {est.link}", caption="every figure estimated ᵉ")
+    for name in ("GPU", "layers", "weights", "KV cache", "compute", "runtime", "total", "of", "fits",
+                 *(("KV budget", "KV blocks") if vllm else ()), "decode ms"):
+        t.add_column(name, justify="left" if name == "GPU" else "right")
+    for d in est.devices:
+        row = [f"{d.index} {d.name}", f"{d.layers}{' +out' if d.output_layer and not vllm else ''}",
+               fmt_bytes(d.weights_bytes), fmt_bytes(d.kv_cache_bytes), fmt_bytes(d.compute_buffer_bytes),
+               fmt_bytes(d.runtime_overhead_bytes), fmt_bytes(d.total_bytes), fmt_bytes(d.budget_bytes),
+               "yes" if d.fits else "NO"]
+        if vllm:
+            row += [fmt_bytes(d.kv_budget_bytes) if d.kv_budget_bytes is not None else "?",
+                    f"{d.kv_blocks:,}" if d.kv_blocks is not None else "?"]
+        row.append("?" if d.decode_ms is None else f"{d.decode_ms:.2f}")
+        t.add_row(*row)
+    stdout_console().print(t)

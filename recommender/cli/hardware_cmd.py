@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 
 
+from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes
 from recommender.hardware import profiles as hw
+from recommender.hardware.multi import local_machine
 from recommender.cli.common import emit_json, stdout_console
 
 
@@ -41,8 +43,18 @@ def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on
         con.print(f"  [{g.index}] {g.name}: {fmt_bytes(g.memory_total_bytes)} total, "
                   f"{fmt_bytes(g.memory_free_bytes)} free, compute capability {g.compute_capability or '?'}, "
                   f"memory bandwidth {bw} (clock × bus width), power limit "
-                  f"{'?' if g.power_limit_w is None else f'{g.power_limit_w:.0f} W'}, driver {g.driver_version}",
+                  f"{'?' if g.power_limit_w is None else f'{g.power_limit_w:.0f} W'}, driver {g.driver_version}"
+                  + (f", PCIe {g.pcie_link_generation}.0 x{g.pcie_link_width}" if g.pcie_link_generation else "")
+                  + (f", NVLink {g.nvlink_active_links} links" if g.nvlink_active_links else ""),
                   highlight=False)
+    if len(host.gpus) > 1:
+        try:
+            m = local_machine(host.gpus)
+            con.print(f"[bold]multi-GPU[/]: {m.name}, {fmt_bytes(m.memory_bytes)} in all, linked by {m.link.label}; "
+                      f"recommend/estimate plan for all {m.count} (--gpu NAME plans for one)", highlight=False)
+        except UserError as e:
+            con.print(f"[bold]multi-GPU[/]: {len(host.gpus)} GPUs, not plannable together: {e.message}",
+                      highlight=False)
     c = host.cpu
     con.print(f"[bold]CPU[/]: {c.model} ({c.arch}), {c.physical_cores} cores / {c.logical_cores} threads; "
               f"ISA: {', '.join(c.flags) or 'none of interest'}", highlight=False)

@@ -14,8 +14,8 @@ from recommender.core.engines import resolve_engine
 from recommender.core.errors import UserError
 from recommender.core.units import parse_latency_ms, parse_tokens
 from recommender.model.quant import resolve_quant
-from recommender.hardware.profiles import planning_hardware
 from recommender.core.workloads import get_workload
+from recommender.hardware.multi import planning_machine
 from recommender.rank.query import Query
 from recommender.score.weighted import parse_weights
 
@@ -56,6 +56,8 @@ class QueryOptions(NamedTuple):
     top: int
     per_model: int
     catalog_path: Optional[str]
+    gpus: Optional[int] = None
+    link: Optional[str] = None
 
 
 def _options() -> dict[str, object]:
@@ -81,6 +83,10 @@ def _options() -> dict[str, object]:
         "per_model": typer.Option(1, "--per-model", min=0, help="Best configurations kept per model (0 = all)."),
         "catalog_path": typer.Option(None, "--catalog", help="Catalog file (default: $RECOMMENDER_CATALOG, else "
                                                              "the shipped catalog.duckdb)."),
+        "gpus": typer.Option(None, "--gpus", min=1, help="How many of the --gpu card (a multi-GPU machine); "
+                                                         "or --gpu \"2x RTX 3090\", --gpu \"RTX 4090,RTX 3090\"."),
+        "link": typer.Option(None, "--link", help="Link between the GPUs: pcie4 x16, pcie3 x8, nvlink "
+                                                  "(default: the cards' own, profiles/links)."),
     }
 
 
@@ -115,7 +121,7 @@ def build_query(opts: QueryOptions, normalization: str):
     typed and are matched against the catalog when candidates are built."""
     o = opts
     w = parse_weights(o.weights)
-    hw, notes = planning_hardware(o.gpu, o.vram)
+    hw, machine, notes = planning_machine(o.gpu, o.gpus, o.vram, o.link)
     wl = get_workload(o.workload)
     quants = [resolve_quant(x) for x in (o.quant or [])]
     engines = [resolve_engine(e) for e in (o.engine or [])]
@@ -135,7 +141,7 @@ def build_query(opts: QueryOptions, normalization: str):
             upd[name] = val
     if upd:
         wl = wl.model_copy(update=upd)
-    q = Query(vram_bytes=hw.memory_bytes, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
+    q = Query(vram_bytes=machine.memory_bytes if machine else hw.memory_bytes, machine=machine, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
               hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=list(o.model or []),
               engines=engines, quants=quants, top=o.top, per_model=o.per_model)
     return q, notes

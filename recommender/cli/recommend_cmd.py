@@ -10,6 +10,7 @@ from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.rank.recommend import recommend
 from recommender.cli.common import (
     budget_title,
+    engine_label,
     columns_table,
     emit_json,
     info,
@@ -63,7 +64,7 @@ def print_recommendation(rec, explain: bool) -> None:
     for c in rec.candidates:
         p = c.provenance
         table.add_row(
-            str(c.rank), c.model, c.quant, c.engine, str(c.batch), fmt_tokens(c.context_tokens),
+            str(c.rank), c.model, c.quant, engine_label(c, q), str(c.batch), fmt_tokens(c.context_tokens),
             mark(fmt_bytes(c.total_vram_bytes), p["total_vram_bytes"]),
             mark(fmt_ms(c.ttft_ms), p["ttft_ms"]),
             mark("?" if c.throughput_tokens_per_s is None else f"{c.throughput_tokens_per_s:.0f}",

@@ -9,9 +9,9 @@ import typer
 
 from recommender.core.engines import resolve_engine
 from recommender.core.errors import UserError
-from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens, parse_duration_s
+from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens, parse_duration_s, parse_latency_ms
 from recommender.hardware.host import probe_host
-from recommender.search.tune import run_tune
+from recommender.search.tune import run_tune, Slo
 from recommender.search.tune_measure import cpu_profile, MeasuredEvaluator, resolve_measured_target
 from recommender.cli.common import (
     budget_title,
@@ -45,7 +45,15 @@ def tune_command(
                                           help="latency=0.3,vram=0.25,ppl=0.2,zh=0.25 (en=0 by default)."),
     normalization: NormOpt = typer.Option(NormOpt.minmax, "--normalization"),
     missing: MissingOpt = typer.Option(MissingOpt.worst, "--missing", help="Rule for a metric with no data."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for this GPU (a profile name) instead of this machine."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for this GPU (a profile name) instead of this machine; "
+                                                          "several: \"2x RTX 3090\", \"RTX 4090,RTX 3090\"."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="How many of the --gpu card."),
+    link: Optional[str] = typer.Option(None, "--link", help="Link between the GPUs: pcie4 x16, pcie3 x8, nvlink."),
+    goodput: bool = typer.Option(False, "--goodput", help="Maximize goodput (requests/s meeting --slo-ttft and "
+                                                          "--slo-tpot, as vLLM's bench serve counts them) instead "
+                                                          "of the weighted score."),
+    slo_ttft: Optional[str] = typer.Option(None, "--slo-ttft", help="With --goodput: TTFT limit, e.g. 2s, 500ms."),
+    slo_tpot: Optional[str] = typer.Option(None, "--slo-tpot", help="With --goodput: TPOT limit, e.g. 50ms."),
     engine: Optional[list[str]] = typer.Option(None, "--engine", "-e", help="Only these engines."),
     quant: Optional[list[str]] = typer.Option(None, "--quant", "-q", help="Only these quantizations."),
     kv_dtype: Optional[list[str]] = typer.Option(None, "--kv-dtype", help="Only these KV-cache dtypes (f16, q8_0, "
@@ -84,6 +92,18 @@ def tune_command(
     if plot and not plot.lower().endswith(".png"):
         raise UserError(f"--plot {plot!r} is not a .png file name", hint="e.g. --plot front.png")
     budget_s = parse_duration_s(budget)
+    slo = None
+    if slo_ttft or slo_tpot:
+        if not goodput:
+            raise UserError("--slo-ttft/--slo-tpot are the limits of --goodput", hint="add --goodput")
+    if goodput:
+        if not (slo_ttft or slo_tpot):
+            raise UserError("--goodput counts the requests that meet SLOs: give --slo-ttft and/or --slo-tpot",
+                            hint="e.g. --goodput --slo-ttft 2s --slo-tpot 50ms")
+        if pareto or measure:
+            raise UserError("--goodput is a predicted, single-objective search", hint="drop --pareto / --measure")
+        slo = Slo(ttft_ms=parse_latency_ms(slo_ttft) if slo_ttft else None,
+                  tpot_ms=parse_latency_ms(slo_tpot) if slo_tpot else None)
     catalog = open_catalog(catalog_path)
     if seed is None:
         seed = (os.getpid() % 100_000) if storage else 0
@@ -96,12 +116,16 @@ def tune_command(
                                                                   "recommender tune model.gguf --measure")
         if engine and any(resolve_engine(e) != "llama.cpp" for e in engine):
             raise UserError("--measure runs llama.cpp on a GGUF file", hint="drop --engine")
-        if gpu:
+        if gpu or gpus or link:
             raise UserError("--measure runs on this machine", hint="drop --gpu (it plans for another GPU)")
         target = resolve_measured_target(models[0], catalog)
         q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
                                             prompt_tokens, output_tokens, weights, missing, gpu, None, None, None,
                                             10, 1, catalog_path), normalization.value)
+        if q.machine is not None:  # a probe runs on one device: GPU 0 of this machine
+            gpus_here = q.machine.count
+            q = q.model_copy(update={"machine": None, "vram_bytes": q.hardware.memory_bytes})
+            notes.append(f"measuring on GPU 0 ({q.hardware.name}) of the {gpus_here} GPUs here: a probe runs on one")
         host = probe_host()
         if not host.gpus:
             q = q.model_copy(update={"hardware": cpu_profile(host, q.vram_bytes if vram else None)})
@@ -121,11 +145,11 @@ def tune_command(
     else:
         q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
                                             prompt_tokens, output_tokens, weights, missing, gpu, models, engine, quant,
-                                            10, 1, catalog_path), normalization.value)
+                                            10, 1, catalog_path, gpus, link), normalization.value)
         for n in notes:
             info(n)
         res = run_tune(catalog, q, trials=trials, seed=seed, pareto=pareto, storage=storage, study_name=study_name,
-                       kv_dtypes=kv_dtype, offload=offload, n_startup=n_startup)
+                       kv_dtypes=kv_dtype, offload=offload and q.machine is None, n_startup=n_startup, slo=slo)
     if plot:
 
         plot_front(res, plot)
@@ -153,11 +177,14 @@ def print_result(res, show: int) -> None:
     title = f"tune ({res.mode}, {res.objective}) · {budget_title(q)} · workload {q.workload.name} · study {res.study_name}"
     rows = res.pareto_front if res.objective == "pareto" else _best_distinct(res.trials, show)
     cap = ("Pareto front over (latency, memory, quality cost) of the feasible trials" if res.objective == "pareto"
+           else f"score: -goodput (requests/s meeting TTFT <= {fmt_ms(res.slo.ttft_ms)}, TPOT <= "
+                f"{fmt_ms(res.slo.tpot_ms)}), lower is better" if res.objective == "goodput"
            else "score: weighted normalized cost against the feasible grid's ranges, lower is better")
     table = columns_table(title, f"{cap} · {LEGEND}",
                           (("trial", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"),
                            ("ctx", "right"), ("batch", "right"), ("KV", "left"), ("GPU layers", "right"),
-                           ("memory", "right"), (q.latency_metric.upper(), "right"), ("quality cost", "right"),
+                           ("memory", "right"), (q.latency_metric.upper(), "right"),
+                           ("goodput req/s" if res.objective == "goodput" else "quality cost", "right"),
                            ("score", "right")),
                           {"model", "memory"})
     for r in rows:
@@ -166,7 +193,8 @@ def print_result(res, show: int) -> None:
                       c.kv_dtype, "all" if c.gpu_layers is None else str(c.gpu_layers),
                       mark(fmt_bytes(r.memory_bytes), r.provenance.get("memory", "estimated")),
                       mark(fmt_ms(r.latency_ms), r.provenance.get("latency", "unknown")),
-                      "?" if r.quality_cost is None else f"{r.quality_cost:.3f}",
+                      (("?" if r.goodput_rps is None else f"{r.goodput_rps:.3f}") if res.objective == "goodput"
+                       else "?" if r.quality_cost is None else f"{r.quality_cost:.3f}"),
                       "?" if r.score is None else f"{r.score:.4f}")
     stdout_console().print(table)
     g = res.grid
@@ -181,7 +209,7 @@ def print_result(res, show: int) -> None:
         opt = g.optimum[0]
         info(f"predicted grid: {g.size} configurations, {g.feasible} feasible; optimum score {g.optimum_score:.4f} "
              f"({_cfg(opt)}{f' and {len(g.optimum) - 1} tied' if len(g.optimum) > 1 else ''})")
-    if res.objective == "score" and res.mode == "predicted":
+    if res.objective in ("score", "goodput") and res.mode == "predicted":
         if res.regret is None:
             info("regret: no feasible trial")
         else:

@@ -37,6 +37,9 @@ class GpuInfo(_Strict):
     memory_bus_width_bits: Optional[int] = None
     memory_bandwidth_bytes_per_s: Optional[float] = None  # see memory_bandwidth_from_clock()
     power_limit_w: Optional[float] = None  # enforced power limit
+    pcie_link_generation: Optional[int] = None  # NVML max PCIe link generation of device + system
+    pcie_link_width: Optional[int] = None  # NVML max PCIe link width (lanes)
+    nvlink_active_links: Optional[int] = None  # NVML links in NVML_FEATURE_ENABLED state (None: no NVLink query)
 
 
 class CpuInfo(_Strict):
@@ -139,6 +142,10 @@ def _probe_one(nv: Any, index: int, driver: str) -> GpuInfo:
     bus = opt(getattr(nv, "nvmlDeviceGetMemoryBusWidth", None) or _missing)
     power_mw = opt(nv.nvmlDeviceGetEnforcedPowerLimit)
     uuid = opt(nv.nvmlDeviceGetUUID)
+    # max rather than current: the current link drops to gen 1 at idle (power saving)
+    pcie_gen = opt(getattr(nv, "nvmlDeviceGetMaxPcieLinkGeneration", None) or _missing)
+    pcie_width = opt(getattr(nv, "nvmlDeviceGetMaxPcieLinkWidth", None) or _missing)
+    nvlink = _nvlink_links(nv, h)
     bw = memory_bandwidth_from_clock(clock, bus) if clock and bus else None
     return GpuInfo(
         index=index,
@@ -153,7 +160,27 @@ def _probe_one(nv: Any, index: int, driver: str) -> GpuInfo:
         memory_bus_width_bits=int(bus) if bus else None,
         memory_bandwidth_bytes_per_s=bw,
         power_limit_w=power_mw / 1000.0 if power_mw else None,
+        pcie_link_generation=int(pcie_gen) if pcie_gen else None,
+        pcie_link_width=int(pcie_width) if pcie_width else None,
+        nvlink_active_links=nvlink,
     )
+
+
+NVML_NVLINK_MAX_LINKS = 18  # nvml.h NVML_NVLINK_MAX_LINKS (Hopper has 18 links)
+
+
+def _nvlink_links(nv: Any, h: Any) -> Optional[int]:
+    """How many NVLink links are enabled on this GPU (0 on a card without NVLink), None when NVML cannot say."""
+    fn = getattr(nv, "nvmlDeviceGetNvLinkState", None)
+    if fn is None:
+        return None
+    n = 0
+    for link in range(NVML_NVLINK_MAX_LINKS):
+        try:
+            n += 1 if fn(h, link) == getattr(nv, "NVML_FEATURE_ENABLED", 1) else 0
+        except Exception:  # NVMLError_NotSupported / InvalidArgument past the last link
+            break
+    return n
 
 
 def _missing(*_a):

@@ -27,9 +27,11 @@ from typing import Callable, Optional, Union
 from pydantic import Field, computed_field
 
 from recommender.core.records import Figure, HardwareProfile, Measurement, ModelSpec, Provenance, Strict, Variant
+from recommender.hardware.multi import MultiGpu
 from recommender.hardware.profiles import hardware_key
 from recommender.predict.analytical import Estimate, estimate
 from recommender.predict.calibrated import Calibrator, load_calibrator
+from recommender.predict.split import DeviceShare, SplitEstimate, SplitPlan, estimate_split
 
 FIGURE_UNITS = {
     "weights_bytes": "bytes", "kv_cache_bytes": "bytes", "overhead_bytes": "bytes", "total_vram_bytes": "bytes",
@@ -62,6 +64,7 @@ class Config:
     output_tokens: int = 256
     kv_dtype: Optional[str] = None  # None: the engine's default
     gpu_layers: Optional[int] = None  # llama.cpp partial offload; None = every layer on the GPU
+    split: Optional[SplitPlan] = None  # spread over the Predictor's multi-GPU machine; None = one GPU
 
 
 class Prediction(Strict):
@@ -81,6 +84,10 @@ class Prediction(Strict):
     analysis: Estimate = Field(exclude=True, repr=False)  # the analytical estimate behind the figures
     basis: dict[str, str]
     notes: list[str]
+    # a multi-GPU plan: how the model is split, over which link, and each device's memory (estimated)
+    split: Optional[SplitPlan] = None
+    link: Optional[str] = None
+    devices: Optional[list[DeviceShare]] = None
 
     @computed_field
     @property
@@ -201,15 +208,17 @@ class Predictor:
     """Predictions on one hardware profile: its calibration terms and the measured rows of that hardware."""
 
     def __init__(self, hw: HardwareProfile, *, hw_key: Optional[str] = None, calibrator: Optional[Calibrator] = None,
-                 measured: Optional[dict[tuple, Measurement]] = None) -> None:
+                 measured: Optional[dict[tuple, Measurement]] = None, machine: Optional[MultiGpu] = None) -> None:
         self.hw = hw
+        self.machine = machine  # several GPUs: configurations with a split plan are spread over them
         self.hw_key = hw_key or hw.name.lower()
         self.calibrator = calibrator if calibrator is not None else Calibrator([])
         self.measured = measured or {}
 
     @classmethod
     def for_catalog(cls, catalog, hw: HardwareProfile, profiles: list[HardwareProfile],
-                    models: Optional[dict[str, ModelSpec]] = None, model_id: Optional[str] = None) -> "Predictor":
+                    models: Optional[dict[str, ModelSpec]] = None, model_id: Optional[str] = None,
+                    machine: Optional[MultiGpu] = None) -> "Predictor":
         """A predictor with the catalog's calibration (overlay first, then shipped) and the measured rows of this
         hardware (only those are read: a row is a few kB of per-repeat timings)."""
         models = catalog.models() if models is None else models
@@ -217,7 +226,7 @@ class Predictor:
         names = [n for n in catalog.measured_hardware() if hardware_key(n, profiles) == key]
         rows = catalog.measurements(model_id=model_id, status="ok", hardware_names=names)
         return cls(hw, hw_key=key, calibrator=load_calibrator(catalog),
-                   measured=measured_index(rows, profiles, swa_models(models)))
+                   measured=measured_index(rows, profiles, swa_models(models)), machine=machine)
 
     @property
     def stale(self) -> int:
@@ -228,10 +237,22 @@ class Predictor:
                 extra: Optional[Callable[[dict[str, Figure], list[str]], dict]] = None) -> Prediction:
         """The prediction of one configuration. ``record`` (a subclass of Prediction) and ``extra`` (the record's
         other fields, computed from the figures and notes) build a richer record in the same step (rank's
-        Candidate)."""
-        est = estimate(spec, c.quant, c.engine, self.hw, context_tokens=c.context_tokens, batch=c.batch,
-                       prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype,
-                       variant=variant, gpu_layers=c.gpu_layers)
+        Candidate).
+
+        A configuration with a split plan is spread over the Predictor's machine (recommender.predict.split): its
+        figures stay estimated (calibration terms and measured rows are per single GPU)."""
+        if c.split is not None:
+            if self.machine is None:
+                raise ValueError("a split plan needs a Predictor with a multi-GPU machine")
+            if c.gpu_layers is not None:
+                raise ValueError("partial offload (gpu_layers) is not modelled with a multi-GPU split")
+            est = estimate_split(spec, c.quant, c.engine, self.machine, c.split, context_tokens=c.context_tokens,
+                                 batch=c.batch, prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens,
+                                 kv_dtype=c.kv_dtype, variant=variant)
+        else:
+            est = estimate(spec, c.quant, c.engine, self.hw, context_tokens=c.context_tokens, batch=c.batch,
+                           prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype,
+                           variant=variant, gpu_layers=c.gpu_layers)
         return self.refine(est, spec, record=record, extra=extra)
 
     def measured_config(self, spec: ModelSpec, m: Measurement) -> Estimate:
@@ -254,7 +275,8 @@ class Predictor:
         basis = {k: v for k, v in est.basis.items() if k not in ("decode", "prefill")}
         calibrated: set[str] = set()
         measured: set[str] = set()
-        if est.gpu_layers is None:
+        split = est if isinstance(est, SplitEstimate) else None
+        if est.gpu_layers is None and split is None:
             if self.calibrator.has(est.engine, self.hw_key):
                 cal = self.calibrator.figures(est, spec, self.hw, self.hw_key)
                 figs.update(cal)
@@ -268,6 +290,9 @@ class Predictor:
                 basis.update(notes)  # which row, and why its TTFT was not used
         _derive(figs, est, calibrated, measured)
         fields = extra(figs, est.notes) if extra else {}
+        if split is not None:
+            est = est.model_copy(update={"hardware_bandwidth_bytes_per_s": split_bandwidth(split, self.machine)})
+            fields.update(split=split.plan, link=split.link, devices=split.devices)
         # model_construct: every field comes from validated records (no second validation pass over ~1,300
         # candidates: recommend's cold start matters)
         return record.model_construct(
@@ -275,6 +300,13 @@ class Predictor:
             context_tokens=est.context_tokens, batch=est.batch, prompt_tokens=est.prompt_tokens,
             output_tokens=est.output_tokens, kv_dtype=est.kv_dtype, gpu_layers=est.gpu_layers, figures=figs,
             analysis=est, basis=basis, notes=est.notes, **fields)
+
+
+def split_bandwidth(est: SplitEstimate, machine: MultiGpu) -> float:
+    """The bandwidth a split step's bytes are read at: the devices' sum when they read at once (row, tensor), their
+    mean when they take turns (layer, pipeline)."""
+    bws = [d.memory_bandwidth_bytes_per_s for d in machine.devices]
+    return sum(bws) if est.plan.mode in ("row", "tensor") else sum(bws) / len(bws)
 
 
 def measured_index(measurements: list[Measurement], profiles: list[HardwareProfile],

@@ -12,6 +12,7 @@ from recommender.hardware.profiles import load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Prediction, Predictor
+from recommender.predict.split import check_plan, default_plan
 from recommender.rank.quality import QualityIndex
 from recommender.rank.query import LATENCY_FIELD, Query
 
@@ -69,11 +70,15 @@ class CandidateBuilder:
         self.wanted = {catalog.resolve_model(m).id for m in q.models}
         self.models = catalog.models()
         self.variants = catalog.variants()
-        self.predictor = predictor or Predictor.for_catalog(catalog, q.hardware, load_profiles(), self.models)
+        self.predictor = predictor or Predictor.for_catalog(catalog, q.hardware, load_profiles(), self.models,
+                                                            machine=q.machine)
         self._fixed: dict[tuple, tuple] = {}
 
     def build(self, mid: str, quant: str, engine: str, ctx: int, batch: int, kv_dtype: Optional[str] = None,
-              gpu_layers: Optional[int] = None) -> Candidate:
+              gpu_layers: Optional[int] = None, split: bool = True) -> Candidate:
+        """One candidate. On a multi-GPU machine (``q.machine``) it is spread over every GPU by the engine's default
+        plan, or with ``split=False`` runs on the first GPU alone (llama.cpp ``-sm none``, vLLM without
+        parallelism)."""
         q, hw, wl = self.q, self.q.hardware, self.q.workload
         spec: ModelSpec = self.models[mid]
         key = (mid, quant, engine)
@@ -85,10 +90,20 @@ class CandidateBuilder:
                                         engine_supported(engine, QUANTS[quant].family, quant, hw))
         quality, unsupported = fixed
         prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
+        plan = None
+        if q.machine is not None and split:  # several GPUs: the engine's default split over all of them
+            plan = default_plan(engine, spec, q.machine)
+            why = "multi-GPU plans cover llama.cpp and vLLM" if plan is None else \
+                check_plan(engine, plan, spec, q.machine)
+            if why:
+                unsupported = unsupported or f"{engine} on {q.machine.name}: {why}"
+                plan = None
+            gpu_layers = None
         field = LATENCY_FIELD[q.latency_metric]
 
         def limits(figs: dict, notes: list[str]) -> dict:
-            """The candidate's other fields: its quality figures, the constrained latency and the limits it breaks."""
+            """The candidate's other fields: its quality figures, the constrained latency and the limits it breaks
+            (a split's per-device memory is checked below, once the devices are known)."""
             figs.update(quality)
             lat, vram = figs[field].value, figs["total_vram_bytes"].value
             reasons = []
@@ -96,9 +111,10 @@ class CandidateBuilder:
                 reasons.append(unsupported)
             if ctx > spec.max_position_embeddings:
                 reasons.append(f"context {ctx} exceeds the model's maximum of {spec.max_position_embeddings}")
-            if vram > q.vram_bytes:
+            budget = hw.memory_bytes if q.machine is not None else q.vram_bytes  # one GPU of a machine: its own
+            if plan is None and vram > budget:
                 reasons.append(f"needs {vram / 1024**3:.1f} GiB of GPU memory, budget is "
-                               f"{q.vram_bytes / 1024**3:.1f} GiB")
+                               f"{budget / 1024**3:.1f} GiB")
             if q.max_latency_ms is not None:
                 if lat is None:
                     reasons.append(f"{q.latency_metric.upper()} unknown ({'; '.join(notes) or 'no data'}), "
@@ -109,11 +125,14 @@ class CandidateBuilder:
             return {"params_total": spec.params_total, "params_active": spec.params_active, "rank": None,
                     "score": None, "score_parts": {}, "latency_ms": lat, "excluded": reasons}
 
-        config = Config(model=mid, quant=quant, engine=engine, context_tokens=ctx, batch=batch,
-                                        prompt_tokens=prompt, output_tokens=wl.output_tokens, kv_dtype=kv_dtype,
-                                        gpu_layers=gpu_layers)
-        return self.predictor.predict(spec, config, variant=self.variants[(mid, quant)], record=Candidate,
-                                      extra=limits)
+        config = Config(model=mid, quant=quant, engine=engine, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
+                        output_tokens=wl.output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan)
+        c = self.predictor.predict(spec, config, variant=self.variants[(mid, quant)], record=Candidate, extra=limits)
+        for d in c.devices or ():  # a split: every device must hold its share
+            if not d.fits:
+                c.excluded.append(f"GPU {d.index} ({d.name}) needs {d.total_bytes / 1024**3:.1f} GiB, has "
+                                  f"{d.budget_bytes / 1024**3:.1f} GiB")
+        return c
 
 
 def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None) -> list[Candidate]:
@@ -135,4 +154,6 @@ def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[Can
             for ctx in wl.contexts:
                 for batch in wl.batches:
                     out.append(b.build(mid, quant, engine, ctx, batch))
+                    if q.machine is not None:  # and on the first GPU alone
+                        out.append(b.build(mid, quant, engine, ctx, batch, split=False))
     return out

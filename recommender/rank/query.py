@@ -8,6 +8,7 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from recommender.core.records import HardwareProfile, Strict, Workload
+from recommender.hardware.multi import MultiGpu
 
 LatencyMetric = Literal["ttft", "tpot", "e2e"]
 LATENCY_FIELD = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}
@@ -18,7 +19,8 @@ class Query(Strict):
     max_latency_ms: Optional[float] = None
     latency_metric: LatencyMetric = "ttft"
     workload: Workload
-    hardware: HardwareProfile
+    hardware: HardwareProfile  # the GPU; with several, the first of ``machine``
+    machine: Optional[MultiGpu] = None  # several GPUs: every candidate is split over them (vram_bytes: their sum)
     weights: dict[str, float]
     normalization: Literal["minmax", "zscore"] = "minmax"
     missing: Literal["worst", "mean"] = "worst"

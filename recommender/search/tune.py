@@ -78,6 +78,7 @@ class TrialRecord(Strict):
     provenance: dict[str, str] = Field(default_factory=dict)
     measurement_id: Optional[str] = None
     worker: str = ""
+    goodput_rps: Optional[float] = None  # --objective goodput: requests/s meeting the SLOs
 
 
 class GridSummary(Strict):
@@ -90,7 +91,8 @@ class GridSummary(Strict):
 
 class TuneResult(Strict):
     mode: Literal["predicted", "measured"]
-    objective: Literal["score", "pareto"]
+    objective: Literal["score", "pareto", "goodput"]  # goodput: trial score = -goodput (requests/s meeting slo)
+    slo: Optional[Slo] = None
     query: Query
     space: dict[str, Any]
     study_name: str
@@ -271,6 +273,27 @@ class Outcome(Strict):
     constraints: list[float]  # <= 0: satisfied (Optuna's convention); memory, latency, other
     provenance: dict[str, str] = Field(default_factory=dict)
     measurement_id: Optional[str] = None
+    serve: dict[str, Optional[float]] = Field(default_factory=dict)  # batch, ttft_ms, tpot_ms, e2e_ms (goodput)
+
+
+class Slo(Strict):
+    """Service-level objectives of --objective goodput (None: no limit on that metric)."""
+
+    ttft_ms: Optional[float] = None
+    tpot_ms: Optional[float] = None
+
+
+def goodput_rps(serve: dict[str, Optional[float]], slo: Slo) -> Optional[float]:
+    """Requests/s that meet every SLO, as vLLM's `bench serve --goodput` counts them (requests whose TTFT and TPOT
+    meet the limits, per second of the run), for `batch` concurrent requests each taking E2E: batch x 1000 / E2E
+    when the predicted TTFT and TPOT meet the SLOs, else 0 (a prediction is one figure for every request of the
+    batch, so either all meet them or none does). None: a figure is unknown."""
+    b, ttft, tpot, e2e = (serve.get(k) for k in ("batch", "ttft_ms", "tpot_ms", "e2e_ms"))
+    if b is None or e2e is None or (slo.ttft_ms is not None and ttft is None) or \
+            (slo.tpot_ms is not None and tpot is None):
+        return None
+    meets = (slo.ttft_ms is None or ttft <= slo.ttft_ms) and (slo.tpot_ms is None or tpot <= slo.tpot_ms)
+    return b * 1000.0 / e2e if meets else 0.0
 
 
 def _constraints(memory: Optional[float], budget: int, lat: Optional[float], limit: Optional[float],
@@ -311,7 +334,9 @@ class PredictedEvaluator:
                        constraints=_constraints(cand.total_vram_bytes, self.q.vram_bytes, cand.latency_ms,
                                                 self.q.max_latency_ms, other),
                        provenance={"memory": p["total_vram_bytes"],
-                                   "latency": p[LATENCY_FIELD[self.q.latency_metric]]})
+                                   "latency": p[LATENCY_FIELD[self.q.latency_metric]]},
+                       serve={"batch": float(cand.batch), "ttft_ms": cand.ttft_ms, "tpot_ms": cand.tpot_ms,
+                              "e2e_ms": cand.e2e_ms})
 
 
 def evaluate_grid(evaluator: PredictedEvaluator, space: Space) -> list[tuple[TuneConfig, Outcome]]:
@@ -399,7 +424,7 @@ def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, f
                 break
             except ImportError as e:
                 raise UserError(f"cannot open storage {_redact(storage)!r}: {e}",
-                                hint="PostgreSQL needs a driver: pip install psycopg2-binary") from None
+                                hint="PostgreSQL needs a driver: pip install 'recommender[postgres]' (psycopg 3)") from None
             except Exception as e:  # noqa: BLE001 - SQLAlchemy's many URL / connection errors
                 msg = str(e).splitlines()[0] if str(e) else type(e).__name__
                 # two workers creating the schema at once: one sees the other's tables or alembic row, or a lock
@@ -453,7 +478,7 @@ def _record(t) -> Optional[TrialRecord]:
                        latency_ms=ua.get("latency_ms"), memory_bytes=ua.get("memory_bytes"),
                        quality_cost=ua.get("quality_cost"), reasons=ua.get("reasons", []),
                        provenance=ua.get("provenance", {}), measurement_id=ua.get("measurement_id"),
-                       worker=ua.get("worker", ""))
+                       worker=ua.get("worker", ""), goodput_rps=ua.get("goodput_rps"))
 
 
 def _dominates(a: tuple, b: tuple) -> bool:
@@ -492,10 +517,15 @@ def _grid_front_keys(objs: list[tuple[tuple, tuple]]) -> set[tuple]:
 def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False, storage: Optional[str] = None,
              study_name: Optional[str] = None, kv_dtypes: Optional[list[str]] = None, offload: bool = True,
              n_startup: int = 10, measured=None, progress: Optional[Callable[[str], None]] = None,
-             stop_at_optimum: bool = False) -> TuneResult:
+             stop_at_optimum: bool = False, slo: Optional[Slo] = None) -> TuneResult:
     """Run (or join) a study and compare it with the exhaustive grid. ``measured``: a MeasuredEvaluator (the
     probe side, recommender.tune_measure); None = predicted mode. ``stop_at_optimum`` ends the study once a trial
-    reaches the grid optimum (bench/tune_regret.py: the trials after it would not change trials-to-optimum)."""
+    reaches the grid optimum (bench/tune_regret.py: the trials after it would not change trials-to-optimum).
+    ``slo``: maximize goodput (requests/s meeting the SLOs, :func:`goodput_rps`) instead of the weighted score; a
+    trial's score is then -goodput, so the grid optimum, regret and trials-to-optimum keep their meaning."""
+    if slo is not None and (pareto or measured is not None):
+        raise UserError("--objective goodput is a predicted, single-objective search",
+                        hint="drop --pareto / --measure, or use the weighted score")
     optuna = _quiet_optuna()
     t0 = time.perf_counter()
     notes: list[str] = []
@@ -514,7 +544,14 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
             notes.append(f"latency normalized over [0, {fallback['latency'][1]:.0f} ms] (the limit): no predicted "
                          f"latency on {q.hardware.name}")
     ref = make_reference(feasible_rows, q.weights, q.normalization, q.missing, fallback)
-    grid_scores = [(c, ref.score(o.costs)[0]) for c, o in grid if o.status == "feasible"]
+
+    def score_of(o: Outcome) -> tuple[float, dict[str, float]]:
+        if slo is None:
+            return ref.score(o.costs)
+        g = goodput_rps(o.serve, slo)
+        return -(g or 0.0), {"goodput_rps": g or 0.0}
+
+    grid_scores = [(c, score_of(o)[0]) for c, o in grid if o.status == "feasible"]
     opt = min((s for _, s in grid_scores), default=None)
     optimum = [c for c, s in grid_scores if opt is not None and s <= opt + OPTIMUM_TOL]
     summary = GridSummary(size=len(grid), feasible=len(grid_scores), optimum_score=opt, optimum=optimum[:20],
@@ -529,8 +566,10 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
 
     sampler = make_sampler(pareto, seed, n_startup)
     name = study_name or f"tune-{query_fingerprint(q, space, 'measured' if measured else 'predicted', pareto)}"
-    study = open_study(storage, name, pareto, sampler, query_fingerprint(
-        q, space, "measured" if measured else "predicted", pareto))
+    mode_tag = ("measured" if measured else "predicted") + (f":goodput:{slo.model_dump_json()}" if slo else "")
+    if slo is not None and not study_name:
+        name = f"tune-{query_fingerprint(q, space, mode_tag, pareto)}"
+    study = open_study(storage, name, pareto, sampler, query_fingerprint(q, space, mode_tag, pareto))
     me = worker_id()
     evaluate = measured if measured is not None else grid_eval
 
@@ -544,7 +583,9 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
             _set_constraints(optuna, trial, [1.0, 1.0, 1.0])
             raise
         _set_constraints(optuna, trial, out.constraints)
-        score, parts = ref.score(out.costs)
+        score, parts = score_of(out)
+        if slo is not None:
+            trial.set_user_attr("goodput_rps", goodput_rps(out.serve, slo))
         lat, mem = out.costs.get("latency"), out.costs.get("vram")
         qc = ref.quality_cost(parts)
         for k, v in (("status", out.status), ("source", out.source), ("score", score), ("score_parts", parts),
@@ -579,7 +620,8 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
                 break
     n_distinct = len({r.config.key() for r in records})
     result = TuneResult(
-        mode="measured" if measured is not None else "predicted", objective="pareto" if pareto else "score",
+        mode="measured" if measured is not None else "predicted",
+        objective="pareto" if pareto else "goodput" if slo is not None else "score", slo=slo,
         query=q, space=space.describe(), study_name=name, storage=_redact(storage), seed=seed,
         sampler=sampler_settings(pareto, n_startup), n_trials=len(records), n_distinct=n_distinct, best=best,
         grid=summary, regret=regret, trials_to_optimum=ttopt, distinct_to_optimum=dtopt,
