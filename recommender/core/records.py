@@ -11,6 +11,8 @@ from typing import Any, Literal, Optional, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from recommender.core.errors import UserError
+
 # Version of the `--json` layout (docs/json.md): every JSON answer carries it as "schema_version". Bumped when a field
 # changes meaning, moves or goes; adding a field does not bump it.
 JSON_SCHEMA_VERSION = 1
@@ -144,6 +146,20 @@ class HardwareProfile(Strict):
     sources: dict[str, str] = Field(default_factory=dict)  # field name -> source URL / note
     notes: Optional[str] = None
     reliability: Literal["ok", "low"] = "ok"
+
+    def with_memory(self, memory_bytes: int) -> "HardwareProfile":
+        """The same profile with the user's memory figure (--vram), recorded as the memory source."""
+        if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int) or memory_bytes <= 0:
+            raise UserError(f"invalid GPU memory size {memory_bytes!r}",
+                            hint="give a positive size, e.g. --vram 24GiB")
+        gib = 1024**3
+        note = (f"memory overridden by the user ({memory_bytes / gib:.2f} GiB; profile said "
+                f"{self.memory_bytes / gib:.2f} GiB)")
+        data = self.model_dump()
+        data["memory_bytes"] = memory_bytes
+        data["sources"] = {**self.sources, "memory_bytes": f"user override (--vram {memory_bytes / gib:.2f} GiB)"}
+        data["notes"] = f"{self.notes}; {note}" if self.notes else note
+        return HardwareProfile.model_validate(data)
 
 
 class Workload(Strict):

@@ -22,8 +22,7 @@ from recommender.core.paths import PROFILES_DIR
 from recommender.core.records import HardwareProfile, Strict
 from recommender.core.units import parse_memory
 from recommender.hardware.host import GpuInfo, probe_host
-from recommender.hardware.profiles import (find_profile, load_profiles, match_profile, override_memory,
-                                           planning_hardware, profile_from_gpu)
+from recommender.hardware.profiles import (find_profile, load_profiles, match_profile, planning_hardware, profile_from_gpu)
 
 # GB/s (10^9 B/s) per lane and direction: transfer rate (GT/s) x 128/130 line coding / 8 bits
 PCIE_GT_PER_S = {3: 8.0, 4: 16.0, 5: 32.0}
@@ -241,10 +240,6 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
     if gpu and (_counted(gpu) or (gpus or 1) > 1):
         devices = parse_gpu_list(gpu, gpus)
         if len(devices) > 1:
-            if vram is not None:
-                mem = parse_memory(vram) if isinstance(vram, str) else vram
-                devices = [override_memory(d, mem) for d in devices]
-                notes.append(f"--vram {vram} applies to each of the {len(devices)} GPUs")
             machine = build_machine(devices, link)
         else:
             gpu = devices[0].name  # "1x RTX 3090": one card
@@ -256,15 +251,22 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
             machine = local_machine(host.gpus)
             if link:
                 machine = machine.model_copy(update={"link": parse_link(link, machine.devices)})
-            if vram is not None:
-                mem = parse_memory(vram) if isinstance(vram, str) else vram
-                machine = machine.model_copy(update={"devices": [override_memory(d, mem) for d in machine.devices]})
             notes.append(f"planning for the {machine.count} GPUs found here: {machine.name} ({machine.link.label})")
+    prof = None
     if machine is None:
         if link:
             raise UserError("--link describes the link between several GPUs",
                             hint='name several cards: --gpu "2x RTX 3090" (or --gpu NAME --gpus 2)')
-        prof, more = planning_hardware(gpu, vram)
-        return prof, None, notes + more
+        prof, more = planning_hardware(gpu)
+        notes += more
+    if vram is not None:  # --vram last, on the card or on every card of the machine
+        mem = parse_memory(vram) if isinstance(vram, str) else vram
+        if machine is None:
+            prof = prof.with_memory(mem)
+        else:
+            machine = machine.model_copy(update={"devices": [d.with_memory(mem) for d in machine.devices]})
+            notes.append(f"--vram {vram} applies to each of the {machine.count} GPUs")
+    if machine is None:
+        return prof, None, notes
     notes.append(f"{machine.name}: {machine.memory_bytes / 1024**3:.0f} GiB in all, linked by {machine.link.label}")
     return machine.devices[0], machine, notes

@@ -343,15 +343,7 @@ def cpu_profile(host: HostInfo) -> HardwareProfile:
 
 def override_memory(profile: HardwareProfile, memory_bytes: int) -> HardwareProfile:
     """The same profile with the user's memory figure (--vram), recorded as the memory source."""
-    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int) or memory_bytes <= 0:
-        raise UserError(f"invalid GPU memory size {memory_bytes!r}", hint="give a positive size, e.g. --vram 24GiB")
-    data = profile.model_dump()
-    data["memory_bytes"] = memory_bytes
-    data["sources"] = {**profile.sources,
-                       "memory_bytes": f"user override (--vram {memory_bytes / GIB:.2f} GiB)"}
-    note = f"memory overridden by the user ({memory_bytes / GIB:.2f} GiB; profile said {profile.memory_bytes / GIB:.2f} GiB)"
-    data["notes"] = f"{profile.notes}; {note}" if profile.notes else note
-    return HardwareProfile.model_validate(data)
+    return profile.with_memory(memory_bytes)
 
 
 def hardware_key(name: str, profiles: list[HardwareProfile]) -> str:
@@ -385,7 +377,7 @@ def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None):
             notes.append(f"no GPU found here ({host.gpu_status}); planning for a {prof.name} — "
                          f"use --gpu NAME to plan for another GPU")
     if vram is not None:
-        prof = override_memory(prof, parse_memory(vram) if isinstance(vram, str) else vram)
+        prof = prof.with_memory(parse_memory(vram) if isinstance(vram, str) else vram)
     return prof, notes
 
 
