@@ -6,8 +6,11 @@ from typing import Optional
 
 import typer
 
+from recommender.core.paths import user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
+from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
+from recommender.probes.verify import verify_top
 from recommender.cli.common import (
     budget_title,
     columns_table,
@@ -16,6 +19,7 @@ from recommender.cli.common import (
     LEGEND,
     mark,
     open_catalog,
+    PROV_MARK,
     run_app,
     stdout_console,
 )
@@ -28,6 +32,13 @@ def recommend_command(
     normalization: NormOpt = typer.Option(NormOpt.minmax, "--normalization"),
     explain: bool = typer.Option(False, "--explain", help="Say why the strongest excluded candidates were excluded."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    verify: bool = typer.Option(False, "--verify", help="Run the top 3 whose weights are on this machine (a child "
+                                                        "process each) and show predicted vs measured; rows are "
+                                                        "stored as measured."),
+    local_weights: Optional[list[str]] = typer.Option(None, "--local-weights", help="A .gguf file or HF folder "
+                                                                                    "on this machine for --verify "
+                                                                                    "(repeatable)."),
+    verify_timeout: float = typer.Option(600.0, "--verify-timeout", min=5, help="Seconds per verification probe."),
 ) -> None:
     """Rank model x quantization x engine x batch x context for a GPU, under VRAM and latency limits."""
 
@@ -37,10 +48,16 @@ def recommend_command(
         info(n)
     rec = recommend(catalog, q)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
+    checked = _verify(rec, catalog, local_weights or [], verify_timeout) if verify and rec.candidates else None
     if as_json:
-        emit_json(rec)
+        if checked is None:
+            emit_json(rec)
+        else:
+            emit_json({**rec.model_dump(mode="json"), "verification": [v.to_json() for v in checked]})
     else:
         print_recommendation(rec, explain)
+        if checked is not None:
+            print_verification(checked)
     for n in rec.notes:
         info(f"note: {n}")
     if hint:
@@ -79,6 +96,52 @@ def print_recommendation(rec, explain: bool) -> None:
         for c in rec.excluded:
             info(f"excluded {c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "
                  + "; ".join(c.excluded))
+
+
+def _verify(rec, catalog, weights: list[str], timeout_s: float):
+    """Probe the top candidates with local weights; store their rows in the overlay."""
+    def progress(v) -> None:
+        info(f"verifying #{v.rank} {v.model} {v.quant} {v.engine} batch {v.batch} ctx {fmt_tokens(v.context_tokens)}"
+             f" with {v.weights}{' (synthetic weights)' if v.synthetic else ''} ...")
+
+    checked = verify_top(rec, catalog, weights, timeout_s=timeout_s, progress=progress)
+    rows = [v.row for v in checked if v.row is not None]
+    catalog.close()  # the overlay is attached read-only to this connection: release it before writing
+    if rows:
+        with UserCatalog(user_catalog_path()) as w:
+            w.put_measurements(rows)
+        info(f"stored {len(rows)} measured row(s) in your overlay: `recommend` uses them for these configurations, "
+             f"and `recommender calibrate` fits them")
+    return checked
+
+
+def print_verification(checked) -> None:
+    def fmt(name: str, v) -> str:
+        if v is None:
+            return "?"
+        return fmt_bytes(v) if name == "peak_memory_bytes" else fmt_ms(v)
+
+    print("verified on this machine (predicted → measured):")
+    for v in checked:
+        head = f"  #{v.rank} {v.model} {v.quant} {v.engine} batch {v.batch} ctx {fmt_tokens(v.context_tokens)}"
+        if v.skipped:
+            print(f"{head}: not verified: {v.skipped}")
+            continue
+        if v.row.status != "ok":
+            print(f"{head}: probe failed: {v.row.failure_reason}")
+            continue
+        parts = []
+        for c in v.checks:
+            err = "" if c.error is None else f" ({100 * c.error:+.0f} %)"
+            inside = "" if c.in_interval is None else (" in interval" if c.in_interval else " outside interval")
+            label = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E", "peak_memory_bytes": "peak memory"}[c.name]
+            parts.append(f"{label} {mark(fmt(c.name, c.predicted), c.provenance)} → "
+                         f"{fmt(c.name, c.measured)}ᵐ{err}{inside}")
+        held = ", ".join(f"{k} {'held' if ok else 'BROKEN' if ok is False else 'not measured'}"
+                         for k, ok in v.limits.items())
+        print(f"{head}{' (synthetic weights)' if v.synthetic else ''}:")
+        print(f"      {' · '.join(parts)}")
+        print(f"      limits: {held} · measurement {v.row.id}")
 
 
 def main(argv: Optional[list[str]] = None) -> None:
