@@ -11,9 +11,12 @@ from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
 from recommender.probes.verify import verify_top
+from recommender.search.report import report_data
 from recommender.cli.common import (
     budget_title,
+    check_one_format,
     columns_table,
+    emit_csv,
     emit_json,
     info,
     LEGEND,
@@ -23,6 +26,7 @@ from recommender.cli.common import (
     run_app,
     stdout_console,
 )
+from recommender.cli.report_html import check_report_path, write_report
 from recommender.cli.query_opts import build_query, no_fit_hint, NormOpt, query_options, QueryOptions
 
 
@@ -39,17 +43,30 @@ def recommend_command(
                                                                                     "on this machine for --verify "
                                                                                     "(repeatable)."),
     verify_timeout: float = typer.Option(600.0, "--verify-timeout", min=5, help="Seconds per verification probe."),
+    report: Optional[str] = typer.Option(None, "--report", help="Write one self-contained HTML page: the ranking, "
+                                                                "quality vs latency vs memory with the Pareto front, "
+                                                                "the weight sensitivity, the exclusions."),
+    as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout: one line per ranked candidate, each figure's "
+                                                     "value, provenance and interval."),
 ) -> None:
     """Rank model x quantization x engine x batch x context for a GPU, under VRAM and latency limits."""
 
+    check_one_format(as_json, as_csv)
+    report_path = check_report_path(report) if report else None
     catalog = open_catalog(opts.catalog_path)
     q, notes = build_query(opts, normalization.value)
     for n in notes:
         info(n)
     rec = recommend(catalog, q)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
+    if report_path is not None:
+        write_report(rec, report_data(catalog, q), report_path, notes + rec.notes)
+        info(f"wrote {report_path}")
     checked = _verify(rec, catalog, local_weights or [], verify_timeout) if verify and rec.candidates else None
-    if as_json:
+    if as_csv:
+        emit_csv(CSV_KEYS + [f"{n}{suffix}" for n in CSV_FIGURES for suffix in CSV_FIGURE_PARTS] + ["score"],
+                 [_csv_row(c) for c in rec.candidates])
+    elif as_json:
         if checked is None:
             emit_json(rec)
         else:
@@ -96,6 +113,22 @@ def print_recommendation(rec, explain: bool) -> None:
         for c in rec.excluded:
             info(f"excluded {c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "
                  + "; ".join(c.excluded))
+
+
+CSV_KEYS = ["rank", "model", "quant", "engine", "hardware", "batch", "context_tokens", "prompt_tokens", "output_tokens",
+            "kv_dtype"]
+CSV_FIGURES = ["total_vram_bytes", "ttft_ms", "tpot_ms", "e2e_ms", "decode_tokens_per_s", "throughput_tokens_per_s",
+               "zh_accuracy", "en_accuracy", "ppl_ratio"]
+CSV_FIGURE_PARTS = ("", "_provenance", "_low", "_high")
+
+
+def _csv_row(c) -> list:
+    row = [getattr(c, k) for k in CSV_KEYS]
+    for n in CSV_FIGURES:
+        f = c.figures.get(n)
+        row += [None, "unknown", None, None] if f is None else \
+            [f.value, f.provenance, *(f.interval if f.interval else (None, None))]
+    return row + [c.score]
 
 
 def _verify(rec, catalog, weights: list[str], timeout_s: float):
@@ -146,6 +179,6 @@ def print_verification(checked) -> None:
 
 def main(argv: Optional[list[str]] = None) -> None:
     """The `recommend` entry point: this command alone (nothing else of the command tree is imported)."""
-    app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+    app = typer.Typer(pretty_exceptions_enable=False, add_completion=True)
     app.command()(recommend_command)
     run_app(app, argv)
