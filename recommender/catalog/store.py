@@ -179,6 +179,12 @@ class Catalog:
             self._variants = out
         return self._variants
 
+    def variant_file(self, model_id: str, quant: str) -> Optional[str]:
+        """The file or folder a variant was added from (`catalog add`), or None."""
+        rows = self._rows("file_path", "variants", "WHERE model_id = ? AND quant = ? AND file_path IS NOT NULL",
+                          params=[model_id, quant])
+        return rows[0][0] if rows else None
+
     def variants_of(self, model_id: str) -> list[Variant]:
         return [v for (m, _), v in self.variants().items() if m == model_id]
 

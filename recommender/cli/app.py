@@ -19,7 +19,7 @@ from recommender.cli.tune_cmd import tune_command
 
 app = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
                        "explained, and every number with its provenance.",
-                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=True)
 
 
 @app.callback()

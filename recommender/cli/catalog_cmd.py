@@ -19,7 +19,8 @@ from recommender.catalog.ingest import discover, from_path
 from recommender.catalog.store import UserCatalog
 from recommender.rank.quality import QualityIndex
 from recommender.probes.perf import bandwidth_share
-from recommender.cli.common import emit_json, info, LEGEND, mark, open_catalog, state, stdout_console
+from recommender.cli.common import (check_one_format, emit_csv_dicts, emit_json, info, LEGEND, mark, open_catalog,
+                                     state, stdout_console)
 
 app = typer.Typer(help="The model catalog: shipped models plus the ones you add.", no_args_is_help=True)
 
@@ -29,8 +30,10 @@ def _human_params(n: int) -> str:
 
 
 @app.command("list")
-def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:
+def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+                as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout.")) -> None:
     """Every model in the catalog, with where its architecture came from."""
+    check_one_format(as_json, as_csv)
     from rich.table import Table  # noqa: PLC0415
 
     cat = open_catalog()
@@ -44,6 +47,9 @@ def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdo
                      "source_kind": s.source_kind, "license": s.license, "origin": cat.origin(mid)})
     if as_json:
         emit_json(rows)
+        return
+    if as_csv:
+        emit_csv_dicts(rows)
         return
     t = Table(title=f"{len(rows)} models")
     for col in ("model", "architecture", "params", "active", "max ctx", "quants", "origin", "source"):
@@ -160,8 +166,10 @@ def build(out: Optional[Path] = typer.Option(None, "--out", help="Where to write
 @app.command("measurements")
 def measurements(hardware: Optional[str] = typer.Option(None, "--hardware", help="GPU name (substring)."),
                  model: Optional[str] = typer.Option(None, "--model", help="Model (HF id or unique part)."),
-                 as_json: bool = typer.Option(False, "--json")) -> None:
+                 as_json: bool = typer.Option(False, "--json"),
+                 as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout (every field but raw).")) -> None:
     """Measured probe rows in the catalog."""
+    check_one_format(as_json, as_csv)
     from rich.table import Table  # noqa: PLC0415
 
 
@@ -172,8 +180,9 @@ def measurements(hardware: Optional[str] = typer.Option(None, "--hardware", help
     profiles, models = load_profiles(), cat.models()
     shares = [bandwidth_share(m, models[m.model_id], match_profile(m.hardware_name, profiles))
               if m.model_id in models else None for m in rows]
-    if as_json:
-        emit_json([m.model_dump(mode="json") | {"bandwidth_utilization": b} for m, b in zip(rows, shares)])
+    if as_json or as_csv:
+        items = [m.model_dump(mode="json") | {"bandwidth_utilization": b} for m, b in zip(rows, shares)]
+        emit_json(items) if as_json else emit_csv_dicts(items, drop=("raw",))
         return
     t = Table(title=f"{len(rows)} measurements (all measured; BW % = decode bytes/token x tok/s / bandwidth)")
     for col in ("hardware", "engine", "model", "quant", "batch", "ctx", "prompt", "TTFT", "TPOT", "tok/s", "BW %",

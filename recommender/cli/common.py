@@ -47,6 +47,38 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def emit_csv(header: list[str], rows: list[list]) -> None:
+    """CSV on stdout (RFC 4180, the csv module's excel dialect): a header line, then one line per row; None is an
+    empty field. Numbers in base units, as in the JSON (bytes, ms)."""
+    import csv  # noqa: PLC0415
+
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow(header)
+    for r in rows:
+        w.writerow(["" if v is None else v for v in r])
+    sys.stdout.flush()
+
+
+def emit_csv_dicts(rows: list[dict], drop: tuple[str, ...] = ()) -> None:
+    """A list answer as CSV: the JSON items' keys as the header (first item's order), a list as ';'-joined values,
+    a nested object as its JSON; ``drop`` leaves keys out (e.g. a row's raw per-repeat data)."""
+    keys = [k for k in (rows[0] if rows else {}) if k not in drop]
+
+    def cell(v):
+        if isinstance(v, (list, tuple)):
+            return ";".join(str(x) for x in v)
+        if isinstance(v, dict):
+            return json.dumps(v, ensure_ascii=False, default=str)
+        return v
+
+    emit_csv(keys, [[cell(r.get(k)) for k in keys] for r in rows])
+
+
+def check_one_format(as_json: bool, as_csv: bool) -> None:
+    if as_json and as_csv:
+        raise UserError("--json and --csv are two answers on one stdout", hint="pick one of --json and --csv")
+
+
 def info(msg: str) -> None:
     sys.stderr.write(msg + "\n")
 

@@ -9,17 +9,22 @@ from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes
 from recommender.hardware import profiles as hw
 from recommender.hardware.multi import local_machine
-from recommender.cli.common import emit_json, stdout_console
+from recommender.cli.common import check_one_format, emit_csv_dicts, emit_json, stdout_console
 
 
 def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
-                     profiles: bool = typer.Option(False, "--profiles", help="List the shipped GPU profiles.")) -> None:
+                     profiles: bool = typer.Option(False, "--profiles", help="List the shipped GPU profiles."),
+                     as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout (with --profiles).")) -> None:
     """Probe GPUs via NVML, CPU and RAM. Exit 0 also when no GPU is present."""
+    check_one_format(as_json, as_csv)
+    if as_csv and not profiles:
+        raise UserError("--csv lists the GPU profiles", hint="use --csv with --profiles, or --json for this machine")
 
     if profiles:
         profs = hw.load_profiles()
-        if as_json:
-            emit_json([p.model_dump(mode="json") for p in profs])
+        if as_json or as_csv:
+            items = [p.model_dump(mode="json") for p in profs]
+            emit_json(items) if as_json else emit_csv_dicts(items)
             return
         from rich.table import Table  # noqa: PLC0415
 

@@ -16,6 +16,7 @@ from recommender.hardware.host import probe_host
 from recommender.catalog.store import UserCatalog
 from recommender.probes.accuracy import items as I, probe as P
 from recommender.probes.perf import resolve_target, run_perf_probe
+from recommender.probes.serve import parse_slo, run_serve_probe, ServeSettings
 from recommender.cli.common import emit_json, info, open_catalog, stderr_console
 
 app = typer.Typer(help="Measure engines on this machine; rows go to your catalog overlay.", no_args_is_help=True)
@@ -94,6 +95,108 @@ def _print_row(m) -> None:
               f"· throughput {m.throughput_tokens_per_s:.1f} tok/s")
         print(f"  peak GPU memory {fmt_bytes(m.peak_vram_bytes)} · peak RSS {fmt_bytes(m.peak_rss_bytes)}"
               + (" · DRIFT between repeats" if s.get("drift_flag") else ""))
+
+
+@app.command("serve")
+def serve(
+    url: str = typer.Option(..., "--url", help="The server's OpenAI base URL, e.g. http://127.0.0.1:8080/v1."),
+    model: Optional[str] = typer.Option(None, "--model", help="The model name to request (default: the first one "
+                                                               "the server lists)."),
+    api: str = typer.Option("completions", "--api", help="completions (raw prompt, exact length) or chat."),
+    prompt_tokens: int = typer.Option(256, "--prompt-tokens", min=1, help="Prompt length (tokens)."),
+    output_tokens: int = typer.Option(64, "--output-tokens", min=2, help="Output length (tokens, max_tokens with "
+                                                                         "ignore_eos where the server takes it)."),
+    concurrency: str = typer.Option("1", "--concurrency", help="Concurrency levels to sweep, e.g. 1,2,4,8."),
+    repeats: int = typer.Option(3, "--repeats", min=1, max=100, help="Requests per level = concurrency x repeats."),
+    warmup: int = typer.Option(1, "--warmup", min=1, max=20, help="Warm-up requests before the sweep."),
+    slo: Optional[str] = typer.Option(None, "--slo", help="Goodput SLOs in ms, e.g. ttft:800,tpot:50 (keys ttft, "
+                                                          "tpot, e2el, as vLLM's --goodput)."),
+    timeout: float = typer.Option(300.0, "--timeout", min=5, help="Seconds for the whole probe."),
+    request_timeout: float = typer.Option(120.0, "--request-timeout", min=1, help="Seconds for one request."),
+    max_requests: int = typer.Option(256, "--max-requests", min=1, help="Refuse a sweep that needs more requests."),
+    model_id: Optional[str] = typer.Option(None, "--model-id", help="Catalog id to file the rows under (default: "
+                                                                    "what the server reports)."),
+    quant: Optional[str] = typer.Option(None, "--quant", "-q", help="Quantization (default: what the server "
+                                                                    "reports)."),
+    engine: Optional[str] = typer.Option(None, "--engine", "-e", help="Engine to file the rows under (default: "
+                                                                       "from the server kind)."),
+    context: Optional[str] = typer.Option(None, "--context", help="The server's context window (default: what it "
+                                                                  "reports)."),
+    kv_dtype: str = typer.Option("f16", "--kv-dtype", help="The server's KV cache dtype."),
+    hardware: Optional[str] = typer.Option(None, "--hardware", help="Hardware name to file the rows under (needed "
+                                                                    "for a server on another machine)."),
+    device: str = typer.Option("auto", "--device", help="auto (this machine's GPU if it has one), gpu or cpu."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Write the rows to your catalog overlay."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> None:
+    """TTFT, TPOT, ITL, E2E, throughput and goodput of a running server, as vLLM's `bench serve` defines them."""
+    if api not in ("completions", "chat"):
+        raise UserError(f"--api {api!r} is not completions or chat", hint="use --api completions or --api chat")
+    if device not in ("auto", "gpu", "cpu"):
+        raise UserError(f"--device {device!r} is not auto, gpu or cpu", hint="use --device auto, gpu or cpu")
+    try:
+        levels = tuple(int(x) for x in concurrency.replace(" ", "").split(",") if x)
+    except ValueError:
+        levels = ()
+    if not levels or any(c < 1 or c > 256 for c in levels):
+        raise UserError(f"--concurrency {concurrency!r} is not a list of levels 1..256", hint="e.g. --concurrency 1,2,4")
+    eng = engine_name(engine) if engine else None
+    settings = ServeSettings(url=url, model=model, api=api, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                             concurrency=levels, repeats=repeats, warmup=warmup, slo_ms=parse_slo(slo),
+                             timeout_s=timeout, request_timeout_s=request_timeout, max_requests=max_requests)
+    catalog = open_catalog()
+    with stderr_console().status(f"probing {url}: levels {', '.join(map(str, levels))}, {repeats} x level requests, "
+                                 f"prompt {prompt_tokens}, output {output_tokens} (limit {timeout:.0f} s) ..."):
+        out = run_serve_probe(settings, catalog, model_id=model_id, quant=quant, engine=eng,
+                              context_tokens=parse_tokens(context) if context else None, kv_dtype=kv_dtype,
+                              hardware=hardware, device=device)
+    catalog.close()
+    for n in dict.fromkeys(out.notes + [n for r in out.rows for n in r.raw.get("notes", [])]):
+        info(f"warning: {n}")
+    if save and out.rows:
+        with UserCatalog(user_catalog_path()) as w:
+            w.put_measurements(out.rows)
+    if as_json:
+        emit_json({"server": {"url": out.info.base_url, "kind": out.info.kind, "version": out.info.version,
+                              "models": out.info.models}, "saved": save, "levels_skipped": out.levels_skipped,
+                   "items": [r.model_dump(mode="json") for r in out.rows]})
+    else:
+        _print_serve(out)
+    failed = [r for r in out.rows if r.status != "ok"]
+    if out.levels_skipped or failed:
+        if out.levels_skipped:
+            info(f"error: the time limit stopped the sweep before level(s) {', '.join(map(str, out.levels_skipped))}")
+            info("hint: raise --timeout, or lower --repeats / --output-tokens")
+        else:
+            info(f"error: every request of level {failed[0].batch} failed: {failed[0].failure_reason}")
+            info("hint: check the server's log; the failed row was recorded")
+        raise typer.Exit(1)
+
+
+def _print_serve(out) -> None:
+    i = out.info
+    print(f"{i.kind} {i.version} at {i.base_url}")
+    for m in out.rows:
+        r = m.raw
+        mt = r["metrics"]
+        print(f"  {m.model_id} {m.quant} ({m.engine}) · concurrency {m.batch} · {mt['completed']} requests "
+              f"({mt['failed']} failed) in {mt['duration_s']:.1f} s · prompt {m.prompt_tokens}, output "
+              f"{m.output_tokens} tokens · {m.hardware_name}")
+        if m.status != "ok":
+            print(f"    failed: {m.failure_reason}")
+            continue
+        t, p, e = mt["ttft_ms"], mt["tpot_ms"], mt["e2el_ms"]
+        print(f"    TTFT median {fmt_ms(t['median'])} (p99 {fmt_ms(t['p99'])}) · TPOT median "
+              + (f"{fmt_ms(p['median'])} (p99 {fmt_ms(p['p99'])})" if p else "?")
+              + f" · ITL median {fmt_ms(m.itl_ms_p50)} · E2E median {fmt_ms(e['median'])}")
+        print(f"    output {mt['output_throughput_tokens_per_s']:.1f} tok/s · {mt['request_throughput_per_s']:.2f} req/s"
+              + (f" · goodput {mt['request_goodput_per_s']:.2f} req/s ({mt['good_requests']} of {mt['completed']} "
+                 f"within {', '.join(f'{k} {v:g} ms' for k, v in mt['slo_ms'].items())})"
+                 if mt["request_goodput_per_s"] is not None else ""))
+        st = r.get("server_timings")
+        if st:
+            print(f"    the server's own timings ({st['source']}): decode "
+                  f"{fmt_ms(st['decode_ms_per_token_median'])}/token, prompt {fmt_ms(st['prompt_ms_median'])}")
 
 
 @app.command("accuracy")

@@ -6,12 +6,18 @@ from typing import Optional
 
 import typer
 
+from recommender.core.paths import user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
+from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
+from recommender.probes.verify import verify_top
+from recommender.search.report import report_data
 from recommender.cli.common import (
     budget_title,
     engine_label,
+    check_one_format,
     columns_table,
+    emit_csv,
     emit_json,
     info,
     LEGEND,
@@ -20,6 +26,7 @@ from recommender.cli.common import (
     run_app,
     stdout_console,
 )
+from recommender.cli.report_html import check_report_path, write_report
 from recommender.cli.query_opts import build_query, no_fit_hint, NormOpt, query_options, QueryOptions
 
 
@@ -29,19 +36,45 @@ def recommend_command(
     normalization: NormOpt = typer.Option(NormOpt.minmax, "--normalization"),
     explain: bool = typer.Option(False, "--explain", help="Say why the strongest excluded candidates were excluded."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    verify: bool = typer.Option(False, "--verify", help="Run the top 3 whose weights are on this machine (a child "
+                                                        "process each) and show predicted vs measured; rows are "
+                                                        "stored as measured."),
+    local_weights: Optional[list[str]] = typer.Option(None, "--local-weights", help="A .gguf file or HF folder "
+                                                                                    "on this machine for --verify "
+                                                                                    "(repeatable)."),
+    verify_timeout: float = typer.Option(600.0, "--verify-timeout", min=5, help="Seconds per verification probe."),
+    report: Optional[str] = typer.Option(None, "--report", help="Write one self-contained HTML page: the ranking, "
+                                                                "quality vs latency vs memory with the Pareto front, "
+                                                                "the weight sensitivity, the exclusions."),
+    as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout: one line per ranked candidate, each figure's "
+                                                     "value, provenance and interval."),
 ) -> None:
     """Rank model x quantization x engine x batch x context for a GPU, under VRAM and latency limits."""
 
+    check_one_format(as_json, as_csv)
+    report_path = check_report_path(report) if report else None
     catalog = open_catalog(opts.catalog_path)
     q, notes = build_query(opts, normalization.value)
     for n in notes:
         info(n)
     rec = recommend(catalog, q)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
-    if as_json:
-        emit_json(rec)
+    if report_path is not None:
+        write_report(rec, report_data(catalog, q), report_path, notes + rec.notes)
+        info(f"wrote {report_path}")
+    checked = _verify(rec, catalog, local_weights or [], verify_timeout) if verify and rec.candidates else None
+    if as_csv:
+        emit_csv(CSV_KEYS + [f"{n}{suffix}" for n in CSV_FIGURES for suffix in CSV_FIGURE_PARTS] + ["score"],
+                 [_csv_row(c) for c in rec.candidates])
+    elif as_json:
+        if checked is None:
+            emit_json(rec)
+        else:
+            emit_json({**rec.model_dump(mode="json"), "verification": [v.to_json() for v in checked]})
     else:
         print_recommendation(rec, explain)
+        if checked is not None:
+            print_verification(checked)
     for n in rec.notes:
         info(f"note: {n}")
     if hint:
@@ -82,8 +115,70 @@ def print_recommendation(rec, explain: bool) -> None:
                  + "; ".join(c.excluded))
 
 
+CSV_KEYS = ["rank", "model", "quant", "engine", "hardware", "batch", "context_tokens", "prompt_tokens", "output_tokens",
+            "kv_dtype"]
+CSV_FIGURES = ["total_vram_bytes", "ttft_ms", "tpot_ms", "e2e_ms", "decode_tokens_per_s", "throughput_tokens_per_s",
+               "zh_accuracy", "en_accuracy", "ppl_ratio"]
+CSV_FIGURE_PARTS = ("", "_provenance", "_low", "_high")
+
+
+def _csv_row(c) -> list:
+    row = [getattr(c, k) for k in CSV_KEYS]
+    for n in CSV_FIGURES:
+        f = c.figures.get(n)
+        row += [None, "unknown", None, None] if f is None else \
+            [f.value, f.provenance, *(f.interval if f.interval else (None, None))]
+    return row + [c.score]
+
+
+def _verify(rec, catalog, weights: list[str], timeout_s: float):
+    """Probe the top candidates with local weights; store their rows in the overlay."""
+    def progress(v) -> None:
+        info(f"verifying #{v.rank} {v.model} {v.quant} {v.engine} batch {v.batch} ctx {fmt_tokens(v.context_tokens)}"
+             f" with {v.weights}{' (synthetic weights)' if v.synthetic else ''} ...")
+
+    checked = verify_top(rec, catalog, weights, timeout_s=timeout_s, progress=progress)
+    rows = [v.row for v in checked if v.row is not None]
+    catalog.close()  # the overlay is attached read-only to this connection: release it before writing
+    if rows:
+        with UserCatalog(user_catalog_path()) as w:
+            w.put_measurements(rows)
+        info(f"stored {len(rows)} measured row(s) in your overlay: `recommend` uses them for these configurations, "
+             f"and `recommender calibrate` fits them")
+    return checked
+
+
+def print_verification(checked) -> None:
+    def fmt(name: str, v) -> str:
+        if v is None:
+            return "?"
+        return fmt_bytes(v) if name == "peak_memory_bytes" else fmt_ms(v)
+
+    print("verified on this machine (predicted → measured):")
+    for v in checked:
+        head = f"  #{v.rank} {v.model} {v.quant} {v.engine} batch {v.batch} ctx {fmt_tokens(v.context_tokens)}"
+        if v.skipped:
+            print(f"{head}: not verified: {v.skipped}")
+            continue
+        if v.row.status != "ok":
+            print(f"{head}: probe failed: {v.row.failure_reason}")
+            continue
+        parts = []
+        for c in v.checks:
+            err = "" if c.error is None else f" ({100 * c.error:+.0f} %)"
+            inside = "" if c.in_interval is None else (" in interval" if c.in_interval else " outside interval")
+            label = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E", "peak_memory_bytes": "peak memory"}[c.name]
+            parts.append(f"{label} {mark(fmt(c.name, c.predicted), c.provenance)} → "
+                         f"{fmt(c.name, c.measured)}ᵐ{err}{inside}")
+        held = ", ".join(f"{k} {'held' if ok else 'BROKEN' if ok is False else 'not measured'}"
+                         for k, ok in v.limits.items())
+        print(f"{head}{' (synthetic weights)' if v.synthetic else ''}:")
+        print(f"      {' · '.join(parts)}")
+        print(f"      limits: {held} · measurement {v.row.id}")
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """The `recommend` entry point: this command alone (nothing else of the command tree is imported)."""
-    app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+    app = typer.Typer(pretty_exceptions_enable=False, add_completion=True)
     app.command()(recommend_command)
     run_app(app, argv)

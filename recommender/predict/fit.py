@@ -85,8 +85,16 @@ def row_profile(m: Measurement, profiles: list[HardwareProfile]) -> HardwareProf
                                        memory_bandwidth_bytes_per_s=0.0, backend="cpu"))
 
 
+SERIAL_SERVER_KIND = "llama-cpp-python"  # recommender.probes.serve's name for llama_cpp.server
+
+
 def usable(m: Measurement, spec: Optional[ModelSpec]) -> bool:
     if m.status != "ok" or spec is None:
+        return False
+    # llama-cpp-python's OpenAI server runs one request at a time: a `probe serve` row at concurrency > 1 measured a
+    # queue, not batch-B decoding (the row stays, as what that server does; the fit leaves it out)
+    if m.batch > 1 and m.raw.get("source") == "probe serve" and \
+            m.raw.get("server", {}).get("kind") == SERIAL_SERVER_KIND:
         return False
     # llama.cpp full-size sliding-window caches (swa_full) are not the configuration the estimate models
     return not (spec.num_swa_layers and m.raw.get("engine", {}).get("details", {}).get("swa_full"))
