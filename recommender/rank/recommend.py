@@ -28,7 +28,7 @@ def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
     if builder.predictor.stale:
         notes.append(f"{builder.predictor.stale} stored calibration(s) come from another version and were ignored: "
                      f"rerun `recommender calibrate` on that machine")
-    notes += answer_notes(cands, feasible, ranked, q.weights)
+    notes += answer_notes(cands, feasible, ranked, q.weights, q.normalization, q.workload.rank_by == "goodput")
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           counts={"candidates": len(cands), "feasible": len(feasible),
                                   "excluded": len(cands) - len(feasible), "models": len({c.model for c in cands})},
