@@ -157,9 +157,11 @@ class CandidateBuilder:
 
 
 def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
-    """A base (not chat-tuned) checkpoint is left out of a chat workload unless --include-base or named."""
+    """A base (not chat-tuned) checkpoint is left out of a chat workload unless --include-base or named. Only a
+    checkpoint the catalog states is base counts: a model the user added (`catalog add`, no checkpoint stated) is
+    ranked - they added it to have it considered."""
     return q.workload.chat and not q.include_base and spec.id not in wanted \
-        and spec.checkpoint_kind not in CHAT_CHECKPOINTS
+        and spec.checkpoint is not None and spec.checkpoint not in CHAT_CHECKPOINTS
 
 
 def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None) -> list[Candidate]:

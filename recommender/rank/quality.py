@@ -181,11 +181,22 @@ def _pkind(prov: str) -> str:
     return "published" if prov == "published" else "estimated"
 
 
+def _line(pts: list[tuple[float, float]]) -> tuple[float, float, float, int]:
+    """Least-squares line y = a + b x: (a, b, residual RMSE with n - 2 degrees of freedom, n)."""
+    n = len(pts)
+    mx, my = sum(x for x, _ in pts) / n, sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx > 0 else 0.0
+    a = my - b * mx
+    return a, b, math.sqrt(sum((y - a - b * x) ** 2 for x, y in pts) / max(n - 2, 1)), n
+
+
 class TaskAccuracy:
     """The workload's task accuracy A in points on comparable scales: the mean of its groups (en, zh) from
-    sources/quality/model_quality.csv; a measured C-Eval/CMMLU row of this model AND quant (probe accuracy) replaces
-    the zh group. A model the table lacks gets an estimate from its size alone (least squares over the catalog models
-    the table has), marked estimated, with its interval and how to measure it."""
+    sources/quality/model_quality.csv. A measured row of this model AND quant (probe accuracy) replaces its group:
+    C-Eval / CMMLU for zh, MMLU mapped onto the OLL v2 scale for en. A model the table lacks gets an estimate from its
+    size alone (least squares over the catalog models the table has), marked estimated, with its interval and how to
+    measure it."""
 
     def __init__(self, catalog: CatalogReader, quality: "QualityIndex", models: dict) -> None:
         self.table = catalog.model_quality()
@@ -195,11 +206,24 @@ class TaskAccuracy:
         self._cache: dict[tuple, Figure] = {}
 
     def group(self, model_id: str, grp: str, quant: Optional[str] = None) -> tuple[Figure, bool]:
-        """(figure of one group, measured?)."""
+        """(figure of one group, measured?). A measured row of this model and quant wins: C-Eval / CMMLU for zh (the
+        zh scale is C-Eval %), MMLU for en, mapped onto the OLL v2 scale (mmlu_bridge)."""
         if grp == "zh" and quant:
             m = _measured_metric(self.quality._acc.get((model_id, quant), []), MEASURED_ZH_TASKS)
             if m is not None:
-                return m, True
+                return Figure(value=m.value, unit="points", provenance="measured", basis=f"zh: {m.basis}",
+                              interval=m.interval), True
+        if grp == "en" and quant:
+            m = _measured_metric(self.quality._acc.get((model_id, quant), []), MEASURED_EN_TASKS)
+            bridge = self.mmlu_bridge() if m is not None else None
+            if m is not None and bridge is not None:
+                a, b, rmse, n = bridge
+                v = a + b * m.value
+                return Figure(value=round(v, 2), unit="points", provenance="measured",
+                              interval=(round(v - _Z95 * rmse, 2), round(v + _Z95 * rmse, 2)),
+                              basis=f"{GROUP_LABEL['en']}: measured MMLU {m.value:.1f} % mapped by {a:.1f} + "
+                                    f"{b:.3f} x MMLU (least squares over {n} catalog models with a published MMLU and "
+                                    f"OLL v2 figure, RMSE {rmse:.1f} points); {m.basis}"), True
         row = self.table.get((model_id, grp))
         if row is not None:
             basis = (f"{GROUP_LABEL[grp]} {row['value_points']:.1f} [{row['interval_low']:.1f}, "
@@ -210,21 +234,25 @@ class TaskAccuracy:
                           interval=(row["interval_low"], row["interval_high"])), False
         return self._size_estimate(model_id, grp), False
 
+    def mmlu_bridge(self) -> Optional[tuple[float, float, float, int]]:
+        """OLL v2 average = a + b x MMLU %, fitted on the catalog models with both their own published MMLU and a
+        published or bridged OLL v2 figure: (a, b, RMSE, n), None with fewer than 5."""
+        if not hasattr(self, "_mmlu_bridge"):
+            pts = []
+            for mid in self.models:
+                f, r = self.quality.en(mid), self.table.get((mid, "en"))
+                if f.value is not None and f.provenance == "published" and "sibling" not in f.basis and r \
+                        and r["provenance"] != "estimated":
+                    pts.append((f.value, r["value_points"]))
+            self._mmlu_bridge = _line(pts) if len(pts) >= 5 else None
+        return self._mmlu_bridge
+
     def _size_estimate(self, model_id: str, grp: str) -> Figure:
         if grp not in self._fit:
             pts = [(math.log10(spec.params_active), r["value_points"]) for (mid, g), r in self.table.items()
                    if g == grp and r["provenance"] != "estimated" and (spec := self.models.get(mid)) is not None
                    and spec.params_active > 0]
-            if len(pts) < 3:
-                self._fit[grp] = None
-            else:
-                n = len(pts)
-                mx, my = sum(x for x, _ in pts) / n, sum(y for _, y in pts) / n
-                sxx = sum((x - mx) ** 2 for x, _ in pts)
-                b = sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx > 0 else 0.0
-                a = my - b * mx
-                rmse = math.sqrt(sum((y - a - b * x) ** 2 for x, y in pts) / max(n - 2, 1))
-                self._fit[grp] = (a, b, rmse, n)
+            self._fit[grp] = _line(pts) if len(pts) >= 3 else None
         fit, spec = self._fit[grp], self.models.get(model_id)
         if fit is None or spec is None or spec.params_active <= 0:
             return Figure(value=None, unit="points", provenance="unknown",

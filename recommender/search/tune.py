@@ -36,7 +36,7 @@ from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.rank.candidates import Candidate, CandidateBuilder
 from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
-from recommender.score.order import costs as _costs, value_scale
+from recommender.score.order import SCORE_DECIMALS, costs as _costs, value_scale
 from recommender.score.weighted import CRITERIA, ValueScale, missing_fill, norm_stats, norm_value
 
 # llama.cpp partial offload levels tried: share of the repeating layers on the GPU (1.0 = all, the default).
@@ -252,6 +252,11 @@ class Reference(Strict):
         w = {c: self.weights.get(c, 0.0) for c in QUALITY_CRITERIA if self.weights.get(c)}
         total = sum(w.values())
         return sum(w[c] * parts.get(c, 0.0) for c in w) / total if total else 0.0
+
+
+def _tie(memory: Optional[float], latency: Optional[float]) -> tuple[float, float]:
+    inf = float("inf")
+    return (inf if memory is None else memory, inf if latency is None else latency)
 
 
 def make_reference(rows: list[dict[str, Optional[float]]], weights: dict[str, float], method: str, missing: str,
@@ -534,13 +539,16 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
             notes.append(f"latency normalized over [0, {fallback['latency'][1]:.0f} ms] (the limit): no predicted "
                          f"latency on {q.hardware.name}")
     ref = make_reference(feasible_rows, q.weights, q.normalization, q.missing, fallback, q)
-    grid_scores = [(c, ref.score(o.costs)[0]) for c, o in grid if o.status == "feasible"]
-    opt = min((s for _, s in grid_scores), default=None)
-    optimum = [c for c, s in grid_scores if opt is not None and s <= opt + OPTIMUM_TOL]
+    grid_scores = [(c, ref.score(o.costs)[0], o.costs) for c, o in grid if o.status == "feasible"]
+    opt = min((s for _, s, _ in grid_scores), default=None)
+    # ties (the value score is flat inside the limits) in recommend's order: less memory, then lower latency
+    optimum = [c for c, s, k in sorted(grid_scores, key=lambda t: (t[1], _tie(t[2].get("vram"), t[2].get("latency"))))
+               if opt is not None and s <= opt + OPTIMUM_TOL]
+    grid_scores = [(c, s) for c, s, _ in grid_scores]
     summary = GridSummary(size=len(grid), feasible=len(grid_scores), optimum_score=opt, optimum=optimum[:20],
                           reference={k: list(v) for k, v in ref.stats.items()})
     for crit, w in q.weights.items():
-        if w and crit not in ref.stats:
+        if w and crit not in ref.stats and ref.method != "value":
             notes.append(f"no feasible configuration has a value for '{crit}': its weight ({w:.2f}) does not "
                          f"affect the score")
     if not grid_scores:
@@ -587,7 +595,8 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
     records = [r for r in (_record(t) for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
                            if t.state.name in ("COMPLETE", "PRUNED", "FAIL")) if r is not None]
     feasible = [r for r in records if r.status == "feasible" and r.score is not None]
-    best = min(feasible, key=lambda r: (r.score, r.number)) if feasible else None
+    best = min(feasible, key=lambda r: (round(r.score, SCORE_DECIMALS), _tie(r.memory_bytes, r.latency_ms),
+                                        r.number)) if feasible else None
     regret = ttopt = dtopt = None
     if best is not None and opt is not None and measured is None:  # measured scores are not comparable with the
         regret = max(best.score - opt, 0.0)                          # predicted grid's optimum
