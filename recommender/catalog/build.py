@@ -35,6 +35,8 @@ from recommender import __version__
 SCORE_FLAGS = ("THIRD-PARTY", "SECONDARY", "INFERRED")
 QUALITY_FILES = ("model_quality.csv", "quant_quality.csv", "models.csv")
 CHECKPOINTS = ("base", "instruct", "hybrid", "reasoning")
+CHECKPOINT_SYNONYMS = {"chat": "instruct", "it": "instruct", "sft": "instruct", "pretrained": "base",
+                       "thinking": "reasoning"}
 
 
 def source_files(sources: Path) -> list[Path]:
@@ -83,7 +85,8 @@ def load_models(sources: Path) -> list[ModelSpec]:
             spec = spec_from_config(config, model_id=row["model"], source=source,
                                     source_kind=row.get("source_kind", ""),
                                     license=row.get("model_license") or None, notes=notes)
-            checkpoint = (row.get("checkpoint") or "").strip().lower() or kinds.get(spec.id) or checkpoint_from_name(spec.id)
+            stated = (row.get("checkpoint") or "").strip().lower()
+            checkpoint = CHECKPOINT_SYNONYMS.get(stated, stated) or kinds.get(spec.id) or checkpoint_from_name(spec.id)
             if checkpoint not in CHECKPOINTS:
                 raise UserError(f"{index}: model {spec.id}: unknown checkpoint {checkpoint!r}",
                                 hint=f"use one of {', '.join(CHECKPOINTS)}")
