@@ -1,7 +1,7 @@
 """Golden predictions: the figures a fixed set of queries print with `--json`, recorded once and compared ever after.
 
-A changed figure fails tests/test_golden.py unless the estimate formula or calibration version was bumped (then the
-file is re-recorded on purpose):
+A changed figure fails tests/test_golden.py unless the estimate formula, calibration or score version was bumped
+(recommender.versions; then the file is re-recorded on purpose):
 
     .venv/bin/python tests/golden.py record      # writes tests/data/golden-predictions.json
 
@@ -109,10 +109,11 @@ def run_query(args: list[str], cwd: Path = ROOT) -> dict:
 
 
 def versions(cwd: Path = ROOT) -> dict[str, str]:
-    code = ("import json\ntry:\n from recommender.predict import versions\nexcept ImportError:  # schema 0\n"
-            " from recommender.constants import ESTIMATE_FORMULA_VERSION as f\n"
-            " from recommender.calibration import CALIBRATION_VERSION as c\n"
-            " versions = lambda: {'formula': f, 'calibration': c}\nprint(json.dumps(versions()))")
+    code = ("import json\ntry:\n from recommender.versions import versions\nexcept ImportError:\n"
+            " try:\n  from recommender.predict import versions\n except ImportError:  # schema 0\n"
+            "  from recommender.constants import ESTIMATE_FORMULA_VERSION as f\n"
+            "  from recommender.calibration import CALIBRATION_VERSION as c\n"
+            "  versions = lambda: {'formula': f, 'calibration': c}\nprint(json.dumps(versions()))")
     out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(cwd)},
                          check=True)

@@ -69,6 +69,15 @@ def test_probe_accuracy_then_paired_delta_against_a_requantized_variant(cli, slo
     assert en["provenance"] == "measured" and en["value"] == pytest.approx(round(100 * t["accuracy"], 2))
     assert "mmlu-test-v1-50.jsonl" in en["basis"] and "n=50" in en["basis"]
     assert by_quant["Q8_0"]["figures"]["en_accuracy"]["provenance"] != "measured"
+    # the value score's task accuracy (code: English only) is the measured MMLU mapped onto the OLL v2 scale, and the
+    # quantization cost is not counted twice for the measured quant
+    code = cli("--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--quant", "Q4_1", "--quant", "Q8_0", "--workload",
+               "code", "--per-model", "0", "--top", "50", "--vram", "24", "--json", prog="recommend")
+    by_quant = {c["quant"]: c for c in code.json()["candidates"]}
+    acc = by_quant["Q4_1"]["figures"]["task_accuracy"]
+    assert acc["provenance"] == "measured" and "measured MMLU" in acc["basis"]
+    assert by_quant["Q4_1"]["figures"]["quant_cost_points"]["value"] == 0
+    assert by_quant["Q8_0"]["figures"]["task_accuracy"]["provenance"] != "measured"
     # and `catalog show` says the same, variant by variant
     shown = {v["quant"]: v for v in cli("catalog", "show", "HuggingFaceTB/SmolLM2-135M-Instruct", "--json")
              .json()["variants"]}

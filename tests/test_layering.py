@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"core", "model", "hardware", "score", "predict", "catalog", "rank", "probes", "evaluators", "search",
             "cli"},
     "": {"cli"},  # recommender/__init__.py, __main__.py
+    "versions": {"core", "score", "predict", "versions"},  # recommender/versions.py: the labels of figures and scores
 }
 # imported inside functions on purpose: slow to import, and needed by few commands
 HEAVY = {"duckdb", "optuna", "sklearn", "torch", "vllm", "llama_cpp", "lm_eval", "matplotlib", "transformers",

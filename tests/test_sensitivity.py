@@ -11,7 +11,7 @@ from recommender.hardware.profiles import load_profiles
 from recommender.core.workloads import get_workload
 from recommender.rank.candidates import Candidate
 from recommender.rank.query import Query
-from recommender.score.weighted import DEFAULT_WEIGHTS
+from recommender.score.weighted import BRIEF_WEIGHTS, DEFAULT_WEIGHTS
 from recommender.search.sensitivity import analyse, grid, kendall_tau_b, perturbed
 
 Q = ("--vram", "24", "--max-latency", "800ms")
@@ -41,7 +41,7 @@ def test_kendall_tau_b_matches_scipy():
 
 
 def test_perturbation_keeps_proportions_and_sum():
-    w = dict(DEFAULT_WEIGHTS)
+    w = dict(BRIEF_WEIGHTS)
     p = perturbed(w, "latency", 0.5)
     assert sum(p.values()) == pytest.approx(1.0)
     assert p["latency"] == 0.5
@@ -50,8 +50,10 @@ def test_perturbation_keeps_proportions_and_sum():
     assert grid(0.3, 0.05, 0.2) == pytest.approx([0.1, 0.15, 0.2, 0.25, 0.35, 0.4, 0.45, 0.5])
     assert grid(0.0, 0.05, 0.1) == pytest.approx([0.05, 0.1])  # never below 0
     # a single criterion at weight 1: the rest is split equally among the others
-    only = {"latency": 1.0, "vram": 0.0, "ppl": 0.0, "zh": 0.0, "en": 0.0}
-    assert perturbed(only, "latency", 0.6)["zh"] == pytest.approx(0.1)
+    only = {"latency": 1.0, "vram": 0.0, "ppl": 0.0, "zh": 0.0, "en": 0.0, "acc": 0.0}
+    assert perturbed(only, "latency", 0.6)["zh"] == pytest.approx(0.4 / 5)
+    v = perturbed(dict(DEFAULT_WEIGHTS), "acc", 0.5)  # the value default: accuracy weight on the task mix
+    assert v["vram"] / v["latency"] == pytest.approx(0.25 / 0.30) and v["zh"] == 0.0
 
 
 def _cand(model, latency_ms, zh):
@@ -63,7 +65,7 @@ def _cand(model, latency_ms, zh):
 
 def _query(**kw):
     return Query(vram_bytes=24 * 1024**3, workload=get_workload("chat"), hardware=load_profiles()[0],
-                 weights=dict(DEFAULT_WEIGHTS), **kw)
+                 weights=dict(BRIEF_WEIGHTS), normalization="minmax", **kw)
 
 
 @pytest.mark.parametrize("norm", ["minmax", "zscore"])
@@ -108,16 +110,19 @@ def shipped(tmp_path_factory):
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)
 
-    return {"sens": run("recommender", "sensitivity", *Q, "--json"),
-            "minmax": run("recommend", *Q, "--json"),
+    return {"sens": run("recommender", "sensitivity", *Q, "--normalization", "both", "--json"),
+            "sens-value": run("recommender", "sensitivity", *Q, "--json"),
+            "value": run("recommend", *Q, "--json"),
+            "minmax": run("recommend", *Q, "--normalization", "minmax", "--json"),
             "zscore": run("recommend", *Q, "--normalization", "zscore", "--json"),
             "run": run}
 
 
-def test_sensitivity_json_on_shipped_catalog(shipped):
-    data = shipped["sens"]
+@pytest.mark.parametrize("which,norms", [("sens", ["minmax", "zscore"]), ("sens-value", ["value"])])
+def test_sensitivity_json_on_shipped_catalog(shipped, which, norms):
+    data = shipped[which]
     assert data["step"] == 0.05 and data["span"] == 0.2
-    assert [r["normalization"] for r in data["results"]] == ["minmax", "zscore"]
+    assert [r["normalization"] for r in data["results"]] == norms
     for res in data["results"]:
         # the base ranking is recommend's ranking under the same normalization
         rec = shipped[res["normalization"]]["candidates"]
@@ -139,27 +144,30 @@ def test_sensitivity_json_on_shipped_catalog(shipped):
                     assert not p["top_changed"], (c["criterion"], p)
                 elif p["weight"] < lo - 1e-4 or p["weight"] > hi + 1e-4:
                     assert p["top_changed"], (c["criterion"], p)
-    assert -1 <= data["comparison"]["tau"] <= 1
+    if len(norms) == 2:
+        assert -1 <= data["comparison"]["tau"] <= 1
 
 
-def test_stability_interval_predicts_recommend(shipped):
+@pytest.mark.parametrize("norm", ["value", "minmax"])
+def test_stability_interval_predicts_recommend(shipped, norm):
     """Just inside a bound of the interval `recommend` keeps the top pick; just outside it picks the named one."""
-    res = shipped["sens"]["results"][0]  # min-max, recommend's default
+    res = shipped["sens-value" if norm == "value" else "sens"]["results"][0]
     top = (res["base_top"]["model"], res["base_top"]["quant"], res["base_top"]["engine"])
     crit = next(c for c in res["criteria"] if c["below"] and c["stability_interval"][0] > 0.02)
-    base = {k: v for k, v in shipped["minmax"]["query"]["weights"].items()}
+    base = {k: v for k, v in shipped[norm]["query"]["weights"].items()}
     lo = crit["stability_interval"][0]
-    for t, expected in ((lo + 0.005, top), (lo - 0.005, (crit["below"]["model"], crit["below"]["quant"],
+    # 0.001: close enough that no second crossing lies between the bound and the probe (one did at 0.004)
+    for t, expected in ((lo + 0.001, top), (lo - 0.001, (crit["below"]["model"], crit["below"]["quant"],
                                                          crit["below"]["engine"]))):
         w = perturbed(base, crit["criterion"], t)
         arg = ",".join(f"{k}={v:.10f}" for k, v in w.items())
-        best = shipped["run"]("recommend", *Q, "--weights", arg, "--json")["candidates"][0]
+        best = shipped["run"]("recommend", *Q, "--weights", arg, "--normalization", norm, "--json")["candidates"][0]
         assert (best["model"], best["quant"], best["engine"]) == expected, (crit["criterion"], t)
 
 
 def test_sensitivity_table_and_plots(cli, tmp_path):
     png, page = tmp_path / "tornado.png", tmp_path / "tornado.html"
-    r = cli("sensitivity", *Q, "--plot", str(png))
+    r = cli("sensitivity", *Q, "--normalization", "both", "--plot", str(png))
     assert r.code == 0, r.err
     assert "top-1 flip rate" in r.out and "stable" in r.out and f"wrote {png}" in r.err
     data = png.read_bytes()

@@ -41,8 +41,12 @@ def test_tokens():
 
 
 def test_default_weights_are_the_briefs():
+    # the brief's weights; the task-accuracy weight sits on the workload's task mix (acc) under the default value
+    # functions and on C-Eval (zh) under the brief's min-max / z-score
     w = parse_weights(None)
-    assert w == pytest.approx({"latency": 0.30, "vram": 0.25, "ppl": 0.20, "zh": 0.25, "en": 0.0})
+    assert w == pytest.approx({"latency": 0.30, "vram": 0.25, "ppl": 0.20, "zh": 0.0, "en": 0.0, "acc": 0.25})
+    assert parse_weights(None, "minmax") == pytest.approx(
+        {"latency": 0.30, "vram": 0.25, "ppl": 0.20, "zh": 0.25, "en": 0.0, "acc": 0.0})
     assert sum(DEFAULT_WEIGHTS.values()) == pytest.approx(1.0)
 
 
@@ -52,7 +56,7 @@ def test_weights_partial_override_renormalizes():
     assert w["latency"] == pytest.approx(0.6 / 1.3)
 
 
-@pytest.mark.parametrize("text", ["speed=1", "latency=-1", "latency=x", "latency", "latency=0,vram=0,ppl=0,zh=0"])
+@pytest.mark.parametrize("text", ["speed=1", "latency=-1", "latency=x", "latency", "latency=0,vram=0,ppl=0,acc=0"])
 def test_weights_rejects(text):
     with pytest.raises(UserError):
         parse_weights(text)
@@ -74,5 +78,5 @@ def test_lower_cost_wins_and_missing_never_helps():
         {"latency": 200.0, "vram": 16e9, "ppl": 1.00, "zh": 30.0},
         {"latency": 100.0, "vram": 8e9, "ppl": 1.01, "zh": None},  # same as row 0 but zh unknown
     ]
-    scores = [s for s, _ in score_rows(rows, parse_weights(None))]
+    scores = [s for s, _ in score_rows(rows, parse_weights(None, "minmax"))]
     assert scores[0] < scores[2]  # unknown accuracy is never better than a known one

@@ -4,6 +4,8 @@ sources/configs/*.json + sources/configs/sources.csv   -> models (architecture r
   (every model x every catalog quantization)           -> variants (per-tensor size rules, recommender.quant)
 sources/published_scores.csv                           -> published_scores (with THIRD-PARTY / SECONDARY flags)
 sources/measurements/*.jsonl                           -> measurements (probe rows committed as sources)
+sources/quality/model_quality.csv, quant_quality.csv   -> model_quality, quant_quality (docs/quality-method.md)
+sources/quality/models.csv `kind`                      -> ModelSpec.checkpoint when sources.csv has no `checkpoint`
 
 The catalog records ``sources_sha256`` (over the source files and the size-rule version); a test rebuilds the
 catalog and compares, so a stale ``catalog.duckdb`` fails CI.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 
 from recommender.core.errors import UserError
-from recommender.core.records import Measurement, ModelSpec, Variant
+from recommender.core.records import Measurement, ModelSpec, Variant, checkpoint_from_name
 from recommender.model.arch import spec_from_config
 from recommender.model.quant import CATALOG_QUANTS, RULES_VERSION
 from recommender.hardware.profiles import load_profiles
@@ -31,12 +33,17 @@ from recommender.catalog.store import CatalogWriter
 from recommender import __version__
 
 SCORE_FLAGS = ("THIRD-PARTY", "SECONDARY", "INFERRED")
+QUALITY_FILES = ("model_quality.csv", "quant_quality.csv", "models.csv")
+CHECKPOINTS = ("base", "instruct", "hybrid", "reasoning")
+CHECKPOINT_SYNONYMS = {"chat": "instruct", "it": "instruct", "sft": "instruct", "pretrained": "base",
+                       "thinking": "reasoning"}
 
 
 def source_files(sources: Path) -> list[Path]:
     """The files the build reads (and so the ones whose change makes the shipped catalog stale)."""
     files = [*sorted((sources / "configs").glob("*.json")), sources / "configs" / "sources.csv",
-             sources / "published_scores.csv", *sorted((sources / "measurements").glob("*.jsonl"))]
+             sources / "published_scores.csv", *sorted((sources / "measurements").glob("*.jsonl")),
+             *(sources / "quality" / f for f in QUALITY_FILES)]
     return [p for p in files if p.is_file()]
 
 
@@ -66,6 +73,7 @@ def catalog_variants(spec: ModelSpec) -> list[Variant]:
 def load_models(sources: Path) -> list[ModelSpec]:
 
     index = sources / "configs" / "sources.csv"
+    kinds = quality_kinds(sources)
     specs = []
     with index.open(newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
@@ -74,10 +82,45 @@ def load_models(sources: Path) -> list[ModelSpec]:
             source = (f"{row['source_repo']}@{row['source_commit'][:12]}:{row['source_path']}"
                       if row.get("source_repo") else str(cfg_path.relative_to(sources)))
             notes = "; ".join(x for x in (row.get("notes"), row.get("license_basis")) if x) or None
-            specs.append(spec_from_config(config, model_id=row["model"], source=source,
-                                          source_kind=row.get("source_kind", ""),
-                                          license=row.get("model_license") or None, notes=notes))
+            spec = spec_from_config(config, model_id=row["model"], source=source,
+                                    source_kind=row.get("source_kind", ""),
+                                    license=row.get("model_license") or None, notes=notes)
+            stated = (row.get("checkpoint") or "").strip().lower()
+            checkpoint = CHECKPOINT_SYNONYMS.get(stated, stated) or kinds.get(spec.id) or checkpoint_from_name(spec.id)
+            if checkpoint not in CHECKPOINTS:
+                raise UserError(f"{index}: model {spec.id}: unknown checkpoint {checkpoint!r}",
+                                hint=f"use one of {', '.join(CHECKPOINTS)}")
+            specs.append(spec.model_copy(update={"checkpoint": checkpoint}))
     return specs
+
+
+def quality_kinds(sources: Path) -> dict[str, str]:
+    """model id -> checkpoint kind of sources/quality/models.csv (base / instruct / hybrid / reasoning)."""
+    path = sources / "quality" / "models.csv"
+    if not path.is_file():
+        return {}
+    with path.open(newline="", encoding="utf-8") as f:
+        return {r["model_id"]: r["kind"] for r in csv.DictReader(f) if r.get("kind")}
+
+
+def load_quality(sources: Path) -> tuple[list[tuple], list[tuple]]:
+    """(model_quality rows, quant_quality rows) of sources/quality/ (built by sources/quality/build_quality.py)."""
+    mq, qq = [], []
+    path = sources / "quality" / "model_quality.csv"
+    if path.is_file():
+        with path.open(newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                mq.append((r["model_id"], r["group"], float(r["value_points"]), float(r["interval_low"]),
+                           float(r["interval_high"]), float(r["sd_points"]), r["provenance"], r["kind"], r["method"],
+                           r["sources"], r["flags"]))
+    path = sources / "quality" / "quant_quality.csv"
+    if path.is_file():
+        with path.open(newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                qq.append((r["quant"], float(r["bpw"]) if r["bpw"] else None, float(r["points_8b"]),
+                           float(r["points_low"]), float(r["points_high"]), float(r["size_exponent"]),
+                           r["provenance"], r["basis"], r["sources"]))
+    return mq, qq
 
 
 def load_scores(sources: Path) -> list[tuple]:
@@ -121,6 +164,7 @@ def build_catalog(out_path: Path, sources: Path) -> dict:
     items = [(m, catalog_variants(m), None) for m in models]
     scores = load_scores(sources)
     measurements = load_measurements(sources)
+    model_quality, quant_quality = load_quality(sources)
     fd, tmp = tempfile.mkstemp(prefix=".catalog-", suffix=".duckdb", dir=out_path.parent)
     os.close(fd)
     os.unlink(tmp)  # DuckDB wants to create the file itself
@@ -129,6 +173,7 @@ def build_catalog(out_path: Path, sources: Path) -> dict:
             w.put_models(items)
             w.put_scores(scores)
             w.put_measurements(measurements)
+            w.put_quality(model_quality, quant_quality)
             w.put_meta({"sources_sha256": sources_digest(sources), "built_by": f"llm-recommender {__version__}",
                         META_KEY: shipped_calibration(models, measurements).model_dump_json()})
         os.replace(tmp, out_path)
@@ -137,4 +182,5 @@ def build_catalog(out_path: Path, sources: Path) -> dict:
             if os.path.exists(p):
                 os.unlink(p)
     return {"models": len(models), "variants": sum(len(v) for _, v, _ in items), "published_scores": len(scores),
-            "measurements": len(measurements), "path": str(out_path)}
+            "measurements": len(measurements),
+            "model_quality": len(model_quality), "quant_quality": len(quant_quality), "path": str(out_path)}

@@ -132,6 +132,33 @@ CREATE TABLE perplexity_scores (
     measured_at VARCHAR NOT NULL
 );
 """),
+    (3, "comparable quality", """
+CREATE TABLE model_quality (            -- sources/quality/model_quality.csv (docs/quality-method.md)
+    model_id VARCHAR NOT NULL,
+    grp VARCHAR NOT NULL,               -- en (OLL v2 average scale) | zh (C-Eval %, Qwen3 report harness) | general
+    value_points DOUBLE NOT NULL,
+    interval_low DOUBLE NOT NULL,       -- 95 % interval, points
+    interval_high DOUBLE NOT NULL,
+    sd_points DOUBLE NOT NULL,
+    provenance VARCHAR NOT NULL,        -- published | bridged | estimated
+    kind VARCHAR NOT NULL,              -- base | instruct | hybrid | reasoning
+    method VARCHAR NOT NULL,
+    sources VARCHAR NOT NULL,
+    flags VARCHAR NOT NULL,
+    PRIMARY KEY (model_id, grp)
+);
+CREATE TABLE quant_quality (            -- sources/quality/quant_quality.csv: accuracy-point cost per quantization
+    quant VARCHAR PRIMARY KEY,
+    bits_per_weight DOUBLE,
+    points_8b DOUBLE NOT NULL,          -- cost at 8B parameters, accuracy points
+    points_low DOUBLE NOT NULL,
+    points_high DOUBLE NOT NULL,
+    size_exponent DOUBLE NOT NULL,      -- cost(P) = points_8b * (P / 8e9) ** -size_exponent
+    provenance VARCHAR NOT NULL,
+    basis VARCHAR NOT NULL,
+    sources VARCHAR NOT NULL
+);
+"""),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -209,6 +209,29 @@ class Catalog:
                                 tuple(f for f in flags.split(",") if f), rel))
         return out
 
+    # -- comparable quality (docs/quality-method.md) ------------------------------------------------------------
+    def model_quality(self) -> dict[tuple[str, str], dict]:
+        """(model id, group) -> row of the comparable-accuracy table (overlay first, then shipped)."""
+        if not hasattr(self, "_model_quality"):
+            cols = ["model_id", "grp", "value_points", "interval_low", "interval_high", "sd_points", "provenance",
+                    "kind", "method", "sources", "flags"]
+            out: dict[tuple[str, str], dict] = {}
+            for r in self._rows(", ".join(cols), "model_quality"):
+                out.setdefault((r[0], r[1]), dict(zip(cols, r)))
+            self._model_quality = out
+        return self._model_quality
+
+    def quant_quality(self) -> dict[str, dict]:
+        """quant -> row of the quantization-cost table (accuracy points at 8B, size exponent, basis)."""
+        if not hasattr(self, "_quant_quality"):
+            cols = ["quant", "bits_per_weight", "points_8b", "points_low", "points_high", "size_exponent",
+                    "provenance", "basis", "sources"]
+            out: dict[str, dict] = {}
+            for r in self._rows(", ".join(cols), "quant_quality"):
+                out.setdefault(r[0], dict(zip(cols, r)))
+            self._quant_quality = out
+        return self._quant_quality
+
     # -- measurements ----------------------------------------------------------------------------------------
     def measured_hardware(self, status: Optional[str] = "ok") -> list[str]:
         """The hardware names (as NVML or the CPU reported them) that have measured rows."""
@@ -443,6 +466,12 @@ class CatalogWriter:
                 for r in rows:
                     self.con.execute(f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) "
                                      f"VALUES ({', '.join('?' * len(cols))})", _encode(r, cols))
+
+    def put_quality(self, model_rows: list[tuple], quant_rows: list[tuple]) -> None:
+        """The comparable accuracy and quantization-cost tables (catalog build): all or nothing."""
+        with self.transaction():
+            self.con.executemany("INSERT INTO model_quality VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", model_rows)
+            self.con.executemany("INSERT INTO quant_quality VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", quant_rows)
 
     def put_meta(self, items: dict[str, str]) -> None:
         with self.transaction():

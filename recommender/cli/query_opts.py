@@ -27,8 +27,14 @@ class LatencyMetricOpt(str, Enum):
 
 
 class NormOpt(str, Enum):
+    value = "value"
     minmax = "minmax"
     zscore = "zscore"
+
+
+NORM_HELP = ("value (default): value functions anchored on your limits and the workload, in accuracy points "
+             "(docs/scoring.md); minmax / zscore: the brief's normalization over the candidates at hand.")
+INCLUDE_BASE_HELP = "Rank base (not chat-tuned) checkpoints too in a chat workload."
 
 
 class MissingOpt(str, Enum):
@@ -73,7 +79,8 @@ def _options() -> dict[str, object]:
         "batch": typer.Option(None, "--batch", help="Concurrent sequences to consider."),
         "prompt_tokens": typer.Option(None, "--prompt-tokens", help="Prompt length (tokens)."),
         "output_tokens": typer.Option(None, "--output-tokens", help="Output length (tokens)."),
-        "weights": typer.Option(None, "--weights", help="latency=0.3,vram=0.25,ppl=0.2,zh=0.25 (en=0 by default)."),
+        "weights": typer.Option(None, "--weights", help="latency=0.3,vram=0.25,ppl=0.2,acc=0.25 (value; zh, en = 0); "
+                                                        "minmax/zscore default to zh=0.25 instead of acc."),
         "missing": typer.Option(MissingOpt.worst, "--missing", help="Rule for a metric with no data."),
         "gpu": typer.Option(None, "--gpu", help="Plan for this GPU (a profile name) instead of this machine."),
         "model": typer.Option(None, "--model", "-m", help="Only these models."),
@@ -114,13 +121,13 @@ def query_options(func: Optional[Callable] = None, *, top_help: Optional[str] = 
     return command
 
 
-def build_query(opts: QueryOptions, normalization: str):
+def build_query(opts: QueryOptions, normalization: str, include_base: bool = False):
     """Turn the shared options into a validated Query (raises UserError on bad input). Returns (query, notes).
 
     Parsed from the top layer down (weights, hardware, quantizations, workload, engines, numbers); model names stay as
     typed and are matched against the catalog when candidates are built."""
     o = opts
-    w = parse_weights(o.weights)
+    w = parse_weights(o.weights, normalization)
     hw, machine, notes = planning_machine(o.gpu, o.gpus, o.vram, o.link)
     wl = get_workload(o.workload)
     quants = [resolve_quant(x) for x in (o.quant or [])]
@@ -143,7 +150,7 @@ def build_query(opts: QueryOptions, normalization: str):
         wl = wl.model_copy(update=upd)
     q = Query(vram_bytes=machine.memory_bytes if machine else hw.memory_bytes, machine=machine, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
               hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=list(o.model or []),
-              engines=engines, quants=quants, top=o.top, per_model=o.per_model)
+              engines=engines, quants=quants, top=o.top, per_model=o.per_model, include_base=include_base)
     return q, notes
 
 

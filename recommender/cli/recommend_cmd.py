@@ -27,13 +27,15 @@ from recommender.cli.common import (
     stdout_console,
 )
 from recommender.cli.report_html import check_report_path, write_report
-from recommender.cli.query_opts import build_query, no_fit_hint, NormOpt, query_options, QueryOptions
+from recommender.cli.query_opts import (build_query, INCLUDE_BASE_HELP, no_fit_hint, NORM_HELP, NormOpt,
+                                        query_options, QueryOptions)
 
 
 @query_options
 def recommend_command(
     opts: QueryOptions,
-    normalization: NormOpt = typer.Option(NormOpt.minmax, "--normalization"),
+    normalization: NormOpt = typer.Option(NormOpt.value, "--normalization", help=NORM_HELP),
+    include_base: bool = typer.Option(False, "--include-base", help=INCLUDE_BASE_HELP),
     explain: bool = typer.Option(False, "--explain", help="Say why the strongest excluded candidates were excluded."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
     verify: bool = typer.Option(False, "--verify", help="Run the top 3 whose weights are on this machine (a child "
@@ -54,7 +56,7 @@ def recommend_command(
     check_one_format(as_json, as_csv)
     report_path = check_report_path(report) if report else None
     catalog = open_catalog(opts.catalog_path)
-    q, notes = build_query(opts, normalization.value)
+    q, notes = build_query(opts, normalization.value, include_base)
     for n in notes:
         info(n)
     rec = recommend(catalog, q)
@@ -87,24 +89,38 @@ def print_recommendation(rec, explain: bool) -> None:
     q = rec.query
     title = (f"{budget_title(q)} · workload {q.workload.name} "
              f"(prompt {q.workload.prompt_tokens}, output {q.workload.output_tokens})")
-    table = columns_table(title, f"score: weighted normalized cost, lower is better "
+    value = q.normalization == "value"
+    serve = q.workload.rank_by == "goodput"
+    tasks = "+".join(q.workload.accuracy_tasks)
+    table = columns_table(title, f"score: weighted cost, lower is better "
                                  f"({', '.join(f'{k} {v:.2f}' for k, v in q.weights.items() if v)}; "
-                                 f"{q.normalization}) · {LEGEND}",
+                                 f"{q.normalization}"
+                                 + (f"; acc = task accuracy ({tasks}) in points, q-cost = points lost to "
+                                    f"quantization" if value else "") + f") · {LEGEND}",
                           (("#", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"),
                            ("batch", "right"), ("ctx", "right"), ("VRAM", "right"), ("TTFT", "right"),
-                           ("tok/s", "right"), ("zh acc", "right"), ("ppl×", "right"), ("score", "right")),
+                           ("req/s" if serve else "tok/s", "right"),
+                           ("acc" if value else "zh acc", "right"), ("q-cost" if value else "ppl×", "right"),
+                           ("score", "right")),
                           {"model", "VRAM", "TTFT"})
     for c in rec.candidates:
         p = c.provenance
+        if serve:
+            speed = mark("?" if c.goodput_per_s is None else f"{c.goodput_per_s:.2f}", p["goodput_requests_per_s"])
+        else:
+            speed = mark("?" if c.throughput_tokens_per_s is None else f"{c.throughput_tokens_per_s:.0f}",
+                         p["throughput_tokens_per_s"])
+        if value:
+            acc = mark("?" if c.task_accuracy is None else f"{c.task_accuracy:.1f}", p["task_accuracy"])
+            qc = c.figures["quant_cost_points"]
+            qcost = mark("?" if qc.value is None else f"{qc.value:.2f}", qc.provenance)
+        else:
+            acc = mark("?" if c.zh_accuracy is None else f"{c.zh_accuracy:.1f}", p["zh_accuracy"])
+            qcost = mark("?" if c.ppl_ratio is None else f"{c.ppl_ratio:.3f}", p["ppl_ratio"])
         table.add_row(
             str(c.rank), c.model, c.quant, engine_label(c, q), str(c.batch), fmt_tokens(c.context_tokens),
             mark(fmt_bytes(c.total_vram_bytes), p["total_vram_bytes"]),
-            mark(fmt_ms(c.ttft_ms), p["ttft_ms"]),
-            mark("?" if c.throughput_tokens_per_s is None else f"{c.throughput_tokens_per_s:.0f}",
-                 p["throughput_tokens_per_s"]),
-            mark("?" if c.zh_accuracy is None else f"{c.zh_accuracy:.1f}", p["zh_accuracy"]),
-            mark("?" if c.ppl_ratio is None else f"{c.ppl_ratio:.3f}", p["ppl_ratio"]),
-            f"{c.score:.3f}")
+            mark(fmt_ms(c.ttft_ms), p["ttft_ms"]), speed, acc, qcost, f"{c.score:.3f}")
     stdout_console().print(table)
     n = rec.counts
     info(f"{n['feasible']} of {n['candidates']} candidates ({n['models']} models) fit the limits; "

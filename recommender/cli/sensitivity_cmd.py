@@ -16,6 +16,7 @@ from recommender.cli.sensitivity_plot import check_plot_path, write_plot
 
 
 class SensNormOpt(str, Enum):
+    value = "value"
     both = "both"
     minmax = "minmax"
     zscore = "zscore"
@@ -34,8 +35,10 @@ def parse_fraction(text: str, option: str, example: str) -> float:
 @query_options(top_help="Entries of the base ranking Kendall's tau is computed over.")
 def sensitivity_command(
     opts: QueryOptions,
-    normalization: SensNormOpt = typer.Option(SensNormOpt.both, "--normalization",
-                                              help="Normalization(s) to analyse (seed 003 §4.4 compares both)."),
+    normalization: SensNormOpt = typer.Option(SensNormOpt.value, "--normalization",
+                                              help="value (the default score), minmax, zscore, or both (min-max "
+                                                   "and z-score compared, seed 003 §4.4)."),
+    include_base: bool = typer.Option(False, "--include-base", help="Rank base checkpoints too in a chat workload."),
     step: str = typer.Option("0.05", "--step", help="Weight step: 0.05 or 5% (absolute, in weight units)."),
     span: str = typer.Option("0.2", "--span", help="Farthest change of a weight each way (a multiple of --step)."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write the tornado chart: FILE.png, or FILE.html "
@@ -53,7 +56,7 @@ def sensitivity_command(
         check_plot_path(plot)
     catalog = open_catalog(opts.catalog_path)
     norms = ["minmax", "zscore"] if normalization == SensNormOpt.both else [normalization.value]
-    q, notes = build_query(opts, norms[0])
+    q, notes = build_query(opts, norms[0], include_base)
     for n in notes:
         info(n)
     report = sensitivity(catalog, q, step_v, span_v, norms)

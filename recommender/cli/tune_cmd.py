@@ -43,7 +43,7 @@ def tune_command(
     output_tokens: Optional[int] = typer.Option(None, "--output-tokens", help="Output length (tokens)."),
     weights: Optional[str] = typer.Option(None, "--weights",
                                           help="latency=0.3,vram=0.25,ppl=0.2,zh=0.25 (en=0 by default)."),
-    normalization: NormOpt = typer.Option(NormOpt.minmax, "--normalization"),
+    normalization: NormOpt = typer.Option(NormOpt.value, "--normalization"),
     missing: MissingOpt = typer.Option(MissingOpt.worst, "--missing", help="Rule for a metric with no data."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for this GPU (a profile name) instead of this machine; "
                                                           "several: \"2x RTX 3090\", \"RTX 4090,RTX 3090\"."),

@@ -7,6 +7,7 @@ Field names carry their units (``*_bytes``, ``*_ms``, ``*_per_s``); values are s
 from __future__ import annotations
 
 from dataclasses import dataclass
+import re
 from typing import Any, Literal, Optional, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +19,25 @@ from recommender.core.errors import UserError
 JSON_SCHEMA_VERSION = 1
 
 Provenance = Literal["measured", "calibrated", "published", "estimated", "unknown"]
+# base: a pretrained checkpoint (no chat tuning); instruct: chat/instruction tuned; hybrid: instruct with an optional
+# thinking mode (Qwen3); reasoning: always thinks before answering (R1 distills, QwQ). All but base can chat.
+Checkpoint = Literal["base", "instruct", "hybrid", "reasoning"]
+CHAT_CHECKPOINTS = ("instruct", "hybrid", "reasoning")
+_INSTRUCT_TOKENS = ("instruct", "chat", "it", "sft", "dpo", "rlhf")
+_REASONING_TOKENS = ("r1", "qwq", "thinking", "reasoning")
+
+
+def checkpoint_from_name(model_id: str) -> Checkpoint:
+    """The checkpoint kind a Hugging Face name states: '-Instruct', '-chat', '-it', '-sft' ... -> instruct; 'R1' /
+    'QwQ' / 'Thinking' -> reasoning; otherwise base (the Hub convention: an unsuffixed repo holds the pretrained
+    weights, e.g. Qwen/Qwen2.5-7B, meta-llama/Llama-3.1-8B). Qwen3 repos are the exception (hybrid, one repo for both),
+    which the catalog states in sources/quality/models.csv; this rule is the fallback for a model it does not list."""
+    tokens = [t for t in re.split(r"[-_./]", model_id.lower().rpartition("/")[2]) if t]
+    if any(t in _REASONING_TOKENS for t in tokens):
+        return "reasoning"
+    if any(t in _INSTRUCT_TOKENS for t in tokens):
+        return "instruct"
+    return "base"
 
 
 class Strict(BaseModel):
@@ -67,10 +87,17 @@ class ModelSpec(Strict):
     source_kind: str = ""
     license: Optional[str] = None
     notes: Optional[str] = None
+    # What the weights were trained for (sources/configs/sources.csv `checkpoint`, else sources/quality/models.csv
+    # `kind`, else the name: recommender.core.records.checkpoint_from_name); None for a spec read before it existed.
+    checkpoint: Optional[Checkpoint] = None
 
     @property
     def name(self) -> str:
         return self.id.split("/", 1)[-1]
+
+    @property
+    def checkpoint_kind(self) -> Checkpoint:
+        return self.checkpoint or checkpoint_from_name(self.id)
 
     @property
     def is_moe(self) -> bool:
@@ -171,6 +198,17 @@ class Workload(Strict):
     batches: list[int] = Field(default_factory=lambda: [1])
     language: Literal["en", "zh", "mixed", "code"] = "mixed"
     source: str = ""
+    # What the score's task-accuracy term averages (docs/scoring.md): en = OLL v2 average scale, zh = C-Eval %.
+    accuracy_tasks: list[Literal["en", "zh"]] = Field(default_factory=lambda: ["en", "zh"])
+    chat: bool = True  # rank chat-tuned checkpoints only (base ones with --include-base or when named)
+    # Latency anchors of the value function (docs/scoring.md): TTFT costs nothing up to min(comfort, limit / 2) and is
+    # priced up to the limit; the limit is the default when the user gives no --max-latency.
+    ttft_comfort_ms: float = 1000.0
+    ttft_limit_ms: float = 10000.0
+    # serve: rank by goodput (requests/s meeting the TTFT and TPOT SLOs) at the best batch, not by one stream's
+    # latency; target_concurrency users at the SLOs is the goodput that costs nothing.
+    rank_by: Literal["latency", "goodput"] = "latency"
+    target_concurrency: int = 1
 
 
 class Measurement(Strict):
@@ -304,6 +342,8 @@ class CatalogReader(Protocol):
     def scores_for(self, model_id: str) -> list[ScoreRow]: ...
     def measured_quality(self) -> tuple[list[dict], list[dict]]: ...
     def measured_hardware(self, status: Optional[str] = "ok") -> list[str]: ...
+    def model_quality(self) -> dict[tuple[str, str], dict]: ...
+    def quant_quality(self) -> dict[str, dict]: ...
     def measurements(self, model_id: Optional[str] = None, hardware: Optional[str] = None,
                      status: Optional[str] = None, hardware_names: Optional[list[str]] = None) -> list[Measurement]: ...
     def meta_values(self, key: str, user_only: bool = False) -> list[str]: ...

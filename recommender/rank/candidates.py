@@ -7,16 +7,18 @@ from typing import Optional
 
 from pydantic import Field
 
-from recommender.core.records import CatalogReader, HardwareProfile, ModelSpec
+from recommender.core.records import CHAT_CHECKPOINTS, CatalogReader, Figure, HardwareProfile, ModelSpec
 from recommender.hardware.profiles import load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.predict.split import check_plan, default_plan
-from recommender.rank.quality import QualityIndex
+from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost
 from recommender.rank.query import LATENCY_FIELD, Query
+from recommender.score.order import serve_slos
 
-QUALITY_FIGURES = ("zh_accuracy", "en_accuracy", "ppl_ratio")
+QUALITY_FIGURES = ("zh_accuracy", "en_accuracy", "ppl_ratio", "task_accuracy", "zh_comparable", "en_comparable",
+                   "quant_cost_points")
 
 
 class Candidate(Prediction):
@@ -34,6 +36,35 @@ class Candidate(Prediction):
     zh_accuracy = property(lambda self: self.figures["zh_accuracy"].value)
     en_accuracy = property(lambda self: self.figures["en_accuracy"].value)
     ppl_ratio = property(lambda self: self.figures["ppl_ratio"].value)
+    task_accuracy = property(lambda self: self.figures["task_accuracy"].value)
+    goodput_per_s = property(lambda self: (f := self.figures.get("goodput_requests_per_s")) and f.value)
+
+
+def goodput(c: Prediction, ttft_slo_ms: float, tpot_slo_ms: float) -> Figure:
+    """Requests/s meeting both SLOs (vLLM `bench serve --goodput`; DistServe, Zhong et al. 2024) with `batch`
+    requests in flight, from the single-GPU prediction, in a closed-loop steady state with staggered arrivals
+    (continuous batching):
+      prefill of one prompt      P = TTFT(batch) / batch   (the predicted prefill of all batch prompts, per prompt)
+      TTFT of a request          P + TPOT(batch)           (its own prefill, after the decode step under way)
+      TPOT of a request          TPOT(batch) + (batch - 1) x P / (n_out - 1)   (while it decodes, each other slot
+                                 starts one request, whose prefill stalls the decode; no chunked-prefill overlap)
+      E2E                        TTFT + (n_out - 1) x TPOT
+      goodput                    batch / E2E when TTFT and TPOT meet the SLOs, else 0."""
+    ttft_b, tpot_b, n_out, b = c.ttft_ms, c.tpot_ms, c.output_tokens, c.batch
+    provs = {c.provenance[k] for k in ("ttft_ms", "tpot_ms")}
+    prov = next(p for p in ("unknown", "estimated", "calibrated", "published", "measured") if p in provs)
+    if ttft_b is None or tpot_b is None:
+        return Figure(value=None, unit="requests/s", provenance="unknown", basis="TTFT or TPOT unknown")
+    steps = max(n_out - 1, 1)
+    p = ttft_b / b
+    ttft = p + tpot_b
+    tpot = tpot_b + (b - 1) * p / steps
+    e2e = ttft + steps * tpot
+    ok = ttft <= ttft_slo_ms and tpot <= tpot_slo_ms
+    return Figure(value=round(b * 1000.0 / e2e, 6) if ok else 0.0, unit="requests/s", provenance=prov,
+                  basis=f"{b} in flight: TTFT {ttft:.0f} ms (SLO {ttft_slo_ms:.0f}), TPOT {tpot:.1f} ms (SLO "
+                        f"{tpot_slo_ms:.0f}), E2E {e2e:.0f} ms; goodput = batch / E2E when both SLOs are met, else 0 "
+                        f"(closed loop, staggered arrivals, prefills stall decoding)")
 
 
 def _cc(hw: HardwareProfile) -> Optional[tuple[int, int]]:
@@ -69,6 +100,10 @@ class CandidateBuilder:
         self.quality = QualityIndex(catalog)
         self.wanted = {catalog.resolve_model(m).id for m in q.models}
         self.models = catalog.models()
+        self.tasks = TaskAccuracy(catalog, self.quality, self.models)
+        self.quant_table = catalog.quant_quality()
+        self.groups = tuple(q.workload.accuracy_tasks)
+        self.slos = serve_slos(q.workload, q) if q.workload.rank_by == "goodput" else None
         self.variants = catalog.variants()
         self.predictor = predictor or Predictor.for_catalog(catalog, q.hardware, load_profiles(), self.models,
                                                             machine=q.machine)
@@ -84,9 +119,15 @@ class CandidateBuilder:
         key = (mid, quant, engine)
         fixed = self._fixed.get(key)
         if fixed is None:  # per (model, quant, engine): quality and engine support (contexts x batches reuse them)
+            acc, measured = self.tasks.accuracy(mid, quant, self.groups)
             fixed = self._fixed[key] = ({"zh_accuracy": self.quality.zh(mid, quant),
                                          "en_accuracy": self.quality.en(mid, quant),
-                                         "ppl_ratio": self.quality.ppl_ratio(quant, mid)},
+                                         "ppl_ratio": self.quality.ppl_ratio(quant, mid),
+                                         "task_accuracy": acc,
+                                         "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
+                                         "en_comparable": self.tasks.group(mid, "en", quant)[0],
+                                         "quant_cost_points": quant_cost(self.quant_table, quant, spec.params_active,
+                                                                         measured)},
                                         engine_supported(engine, QUANTS[quant].family, quant, hw))
         quality, unsupported = fixed
         prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
@@ -103,7 +144,7 @@ class CandidateBuilder:
 
         def limits(figs: dict, notes: list[str]) -> dict:
             """The candidate's other fields: its quality figures, the constrained latency and the limits it breaks
-            (a split's per-device memory is checked below, once the devices are known)."""
+            (a split's per-device memory and the serve SLOs are checked below, once the record exists)."""
             figs.update(quality)
             lat, vram = figs[field].value, figs["total_vram_bytes"].value
             reasons = []
@@ -132,7 +173,19 @@ class CandidateBuilder:
             if not d.fits:
                 c.excluded.append(f"GPU {d.index} ({d.name}) needs {d.total_bytes / 1024**3:.1f} GiB, has "
                                   f"{d.budget_bytes / 1024**3:.1f} GiB")
+        if self.slos is not None:
+            g = c.figures["goodput_requests_per_s"] = goodput(c, *self.slos)
+            if g.value == 0:
+                c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
+
+
+def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
+    """A base (not chat-tuned) checkpoint is left out of a chat workload unless --include-base or named. Only a
+    checkpoint the catalog states is base counts: a model the user added (`catalog add`, no checkpoint stated) is
+    ranked - they added it to have it considered."""
+    return q.workload.chat and not q.include_base and spec.id not in wanted \
+        and spec.checkpoint is not None and spec.checkpoint not in CHAT_CHECKPOINTS
 
 
 def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None) -> list[Candidate]:
@@ -142,6 +195,8 @@ def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[Can
     out: list[Candidate] = []
     for (mid, quant) in b.variants:
         if wanted and mid not in wanted:
+            continue
+        if skips_base(q, b.models[mid], wanted):
             continue
         if q.quants and quant not in q.quants:
             continue

@@ -166,3 +166,145 @@ class QualityIndex:
                             basis=f"median of ppl({q})/ppl(fp16) over {len(vals)} published llama.cpp wikitext "
                                   f"perplexities of Qwen2 GGUF models; source: {', '.join(sorted(urls[q]))}")
         return out
+
+
+# -- comparable task accuracy and quantization cost (docs/quality-method.md, docs/scoring.md) -----------------------
+
+GROUP_LABEL = {"en": "en (OLL v2 average, normalized)", "zh": "zh (C-Eval %, Qwen3 report harness)"}
+Q_REF_PARAMS = 8e9  # quant_quality.csv's points_8b are at 8B parameters; cost(P) = points_8b * (P / 8B) ** -alpha
+MEASURE_HINT = "measure it with `recommender probe accuracy`"
+_Z95 = 1.96
+
+
+def _pkind(prov: str) -> str:
+    """The Figure provenance of a table row: bridged figures are estimates (a fit maps them onto the scale)."""
+    return "published" if prov == "published" else "estimated"
+
+
+def _line(pts: list[tuple[float, float]]) -> tuple[float, float, float, int]:
+    """Least-squares line y = a + b x: (a, b, residual RMSE with n - 2 degrees of freedom, n)."""
+    n = len(pts)
+    mx, my = sum(x for x, _ in pts) / n, sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx > 0 else 0.0
+    a = my - b * mx
+    return a, b, math.sqrt(sum((y - a - b * x) ** 2 for x, y in pts) / max(n - 2, 1)), n
+
+
+class TaskAccuracy:
+    """The workload's task accuracy A in points on comparable scales: the mean of its groups (en, zh) from
+    sources/quality/model_quality.csv. A measured row of this model AND quant (probe accuracy) replaces its group:
+    C-Eval / CMMLU for zh, MMLU mapped onto the OLL v2 scale for en. A model the table lacks gets an estimate from its
+    size alone (least squares over the catalog models the table has), marked estimated, with its interval and how to
+    measure it."""
+
+    def __init__(self, catalog: CatalogReader, quality: "QualityIndex", models: dict) -> None:
+        self.table = catalog.model_quality()
+        self.quality = quality
+        self.models = models
+        self._fit: dict[str, Optional[tuple[float, float, float, int]]] = {}
+        self._cache: dict[tuple, Figure] = {}
+
+    def group(self, model_id: str, grp: str, quant: Optional[str] = None) -> tuple[Figure, bool]:
+        """(figure of one group, measured?). A measured row of this model and quant wins: C-Eval / CMMLU for zh (the
+        zh scale is C-Eval %), MMLU for en, mapped onto the OLL v2 scale (mmlu_bridge)."""
+        if grp == "zh" and quant:
+            m = _measured_metric(self.quality._acc.get((model_id, quant), []), MEASURED_ZH_TASKS)
+            if m is not None:
+                return Figure(value=m.value, unit="points", provenance="measured", basis=f"zh: {m.basis}",
+                              interval=m.interval), True
+        if grp == "en" and quant:
+            m = _measured_metric(self.quality._acc.get((model_id, quant), []), MEASURED_EN_TASKS)
+            bridge = self.mmlu_bridge() if m is not None else None
+            if m is not None and bridge is not None:
+                a, b, rmse, n = bridge
+                v = a + b * m.value
+                return Figure(value=round(v, 2), unit="points", provenance="measured",
+                              interval=(round(v - _Z95 * rmse, 2), round(v + _Z95 * rmse, 2)),
+                              basis=f"{GROUP_LABEL['en']}: measured MMLU {m.value:.1f} % mapped by {a:.1f} + "
+                                    f"{b:.3f} x MMLU (least squares over {n} catalog models with a published MMLU and "
+                                    f"OLL v2 figure, RMSE {rmse:.1f} points); {m.basis}"), True
+        row = self.table.get((model_id, grp))
+        if row is not None:
+            basis = (f"{GROUP_LABEL[grp]} {row['value_points']:.1f} [{row['interval_low']:.1f}, "
+                     f"{row['interval_high']:.1f}] {row['provenance']}: {row['method'][:160]}")
+            if row["provenance"] == "estimated":
+                basis += f"; {MEASURE_HINT}"
+            return Figure(value=row["value_points"], unit="points", provenance=_pkind(row["provenance"]), basis=basis,
+                          interval=(row["interval_low"], row["interval_high"])), False
+        return self._size_estimate(model_id, grp), False
+
+    def mmlu_bridge(self) -> Optional[tuple[float, float, float, int]]:
+        """OLL v2 average = a + b x MMLU %, fitted on the catalog models with both their own published MMLU and a
+        published or bridged OLL v2 figure: (a, b, RMSE, n), None with fewer than 5."""
+        if not hasattr(self, "_mmlu_bridge"):
+            pts = []
+            for mid in self.models:
+                f, r = self.quality.en(mid), self.table.get((mid, "en"))
+                if f.value is not None and f.provenance == "published" and "sibling" not in f.basis and r \
+                        and r["provenance"] != "estimated":
+                    pts.append((f.value, r["value_points"]))
+            self._mmlu_bridge = _line(pts) if len(pts) >= 5 else None
+        return self._mmlu_bridge
+
+    def _size_estimate(self, model_id: str, grp: str) -> Figure:
+        if grp not in self._fit:
+            pts = [(math.log10(spec.params_active), r["value_points"]) for (mid, g), r in self.table.items()
+                   if g == grp and r["provenance"] != "estimated" and (spec := self.models.get(mid)) is not None
+                   and spec.params_active > 0]
+            self._fit[grp] = _line(pts) if len(pts) >= 3 else None
+        fit, spec = self._fit[grp], self.models.get(model_id)
+        if fit is None or spec is None or spec.params_active <= 0:
+            return Figure(value=None, unit="points", provenance="unknown",
+                          basis=f"no comparable {grp} figure and nothing to estimate it from; {MEASURE_HINT}")
+        a, b, rmse, n = fit
+        v = a + b * math.log10(spec.params_active)
+        return Figure(value=round(v, 2), unit="points", provenance="estimated",
+                      interval=(round(v - _Z95 * rmse, 2), round(v + _Z95 * rmse, 2)),
+                      basis=f"{GROUP_LABEL[grp]}: no figure for this model; estimated from its size alone "
+                            f"({a:.1f} + {b:.1f} x log10(active params), least squares over {n} catalog models with "
+                            f"published or bridged figures, RMSE {rmse:.1f} points); {MEASURE_HINT}")
+
+    def accuracy(self, model_id: str, quant: Optional[str], groups: tuple[str, ...]) -> tuple[Figure, bool]:
+        """(A, every group measured?) for these groups: their mean, named in the basis."""
+        key = (model_id, quant, groups)
+        if key not in self._cache:
+            parts = [(g, *self.group(model_id, g, quant)) for g in groups]
+            if any(f.value is None for _, f, _ in parts):
+                fig = Figure(value=None, unit="points", provenance="unknown",
+                             basis="; ".join(f.basis for _, f, _ in parts if f.value is None))
+            else:
+                v = sum(f.value for _, f, _ in parts) / len(parts)
+                provs = {f.provenance for _, f, _ in parts}
+                prov = next(p for p in ("unknown", "estimated", "published", "measured") if p in provs)
+                ivs = [f.interval for _, f, _ in parts]
+                iv = None
+                if all(ivs):  # groups' errors taken as independent: half-widths added in quadrature / n
+                    half = math.sqrt(sum(((hi - lo) / 2) ** 2 for lo, hi in ivs)) / len(parts)
+                    iv = (round(v - half, 2), round(v + half, 2))
+                tasks = " + ".join(g for g, _, _ in parts)
+                fig = Figure(value=round(v, 3), unit="points", provenance=prov, interval=iv,
+                             basis=f"tasks: {tasks} (mean, equal weights) - " + " | ".join(
+                                 f"{g}: {f.basis}" for g, f, _ in parts))
+            self._cache[key] = (fig, all(m for _, _, m in parts))
+        return self._cache[key]
+
+
+def quant_cost(table: dict[str, dict], quant: str, params_active: int, measured: bool = False) -> Figure:
+    """Accuracy points quantization costs this model: points_8b(quant) x (P_active / 8B) ** -alpha
+    (sources/quality/quant_quality.csv: llama.cpp's KLD ladder x 10.88 points per nat x the task mix, Qwen / Red Hat
+    recovery tables; docs/quality-method.md section 7). 0 when the accuracy was measured on this very quant."""
+    if measured:
+        return Figure(value=0.0, unit="points", provenance="measured",
+                      basis=f"the task accuracy was measured on {quant}: its cost is already in it")
+    row = table.get(quant)
+    if row is None:
+        return Figure(value=None, unit="points", provenance="unknown",
+                      basis=f"{quant} is not in the quantization-cost table (sources/quality/quant_quality.csv)")
+    scale = (max(params_active, 1) / Q_REF_PARAMS) ** -row["size_exponent"]
+    v = row["points_8b"] * scale
+    prov = "published" if row["provenance"] == "reference" else "estimated"
+    return Figure(value=round(v, 4), unit="points", provenance=prov,
+                  interval=(round(row["points_low"] * scale, 4), round(row["points_high"] * scale, 4)),
+                  basis=f"{row['points_8b']:.3f} points at 8B x ({params_active / 1e9:.2f}B / 8B)^-"
+                        f"{row['size_exponent']:.3f} ({row['provenance']}): {row['basis'][:160]}")

@@ -22,11 +22,12 @@ class Query(Strict):
     hardware: HardwareProfile  # the GPU; with several, the first of ``machine``
     machine: Optional[MultiGpu] = None  # several GPUs: every candidate is split over them (vram_bytes: their sum)
     weights: dict[str, float]
-    normalization: Literal["minmax", "zscore"] = "minmax"
+    normalization: Literal["value", "minmax", "zscore"] = "value"
     missing: Literal["worst", "mean"] = "worst"
     models: list[str] = Field(default_factory=list)  # restrict to these catalog ids
     engines: list[str] = Field(default_factory=list)
     quants: list[str] = Field(default_factory=list)
+    include_base: bool = False  # rank base checkpoints in a chat workload too
     per_model: int = 1  # best candidates kept per model (de-duplication)
     top: int = 10
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from recommender.core.records import CatalogReader, Strict
-from recommender.rank.candidates import Candidate, CandidateBuilder, enumerate_candidates
+from recommender.rank.candidates import Candidate, CandidateBuilder, enumerate_candidates, skips_base
 from recommender.rank.query import Query
 from recommender.score.order import answer_notes, rank
 
@@ -28,7 +28,19 @@ def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
     if builder.predictor.stale:
         notes.append(f"{builder.predictor.stale} stored calibration(s) come from another version and were ignored: "
                      f"rerun `recommender calibrate` on that machine")
-    notes += answer_notes(cands, feasible, ranked, q.weights)
+    notes += answer_notes(cands, feasible, ranked, q.weights, q.normalization, q.workload.rank_by == "goodput")
+    base = [m for m, spec in builder.models.items() if not builder.wanted and skips_base(q, spec, builder.wanted)]
+    if base:
+        notes.append(f"{len(base)} base (not chat-tuned) checkpoint(s) not ranked for the {q.workload.name} workload: "
+                     f"add --include-base, or name one with --model")
+    if q.normalization == "value" and ranked:
+        top = ranked[0].figures["task_accuracy"]
+        notes.append(f"task accuracy = {' + '.join(q.workload.accuracy_tasks)} (en: Open LLM Leaderboard v2 scale, "
+                     f"zh: C-Eval %), in points; docs/scoring.md")
+        if top.provenance == "estimated":
+            iv = f", 95 % interval {top.interval[0]:.1f}-{top.interval[1]:.1f}" if top.interval else ""
+            notes.append(f"the top pick's task accuracy is estimated ({top.value:.1f}{iv}): measure it with "
+                         f"`recommender probe accuracy`")
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           counts={"candidates": len(cands), "feasible": len(feasible),
                                   "excluded": len(cands) - len(feasible), "models": len({c.model for c in cands})},

@@ -1,5 +1,9 @@
 """From scored candidates to a ranking: the score of each feasible candidate (weighted.py), the order (score, then
-latency, model, quant, engine), one or a few configurations per model, and the strongest excluded candidates.
+the documented tie-breaks), one or a few configurations per model, and the strongest excluded candidates.
+
+Tie-breaks (docs/scoring.md): at an equal rounded score the candidate with the smaller quantization cost wins (so
+Q4_K_M beats legacy Q4_0, a measured cost beats none), then the more accurate model, then the higher goodput (serve),
+then less memory, then lower latency, then model, quant and engine names.
 
 Pure functions over candidate records (recommender.rank.candidates.Candidate: any object with the fields used here).
 """
@@ -8,26 +12,76 @@ from __future__ import annotations
 
 from typing import Optional
 
-from recommender.score.weighted import score_rows
+from recommender.score.weighted import COMFORT_TPOT_MS, READING_TPOT_MS, ValueScale, score_rows
 
 STRONGEST_EXCLUDED = 5  # excluded candidates shown with --explain, one per model
 # Scores are rounded to this many decimals before sorting: closer ones tie and are ordered by latency (order_key).
 SCORE_DECIMALS = 6
 
 
-def costs(c) -> dict[str, Optional[float]]:
-    """The criteria of one candidate as costs (lower is better): latency, memory, perplexity ratio, 100 - accuracy."""
-    return {
-        "latency": c.latency_ms,
-        "vram": float(c.total_vram_bytes),
-        "ppl": c.ppl_ratio,
-        "zh": None if c.zh_accuracy is None else 100.0 - c.zh_accuracy,
-        "en": None if c.en_accuracy is None else 100.0 - c.en_accuracy,
-    }
+def _less(v: Optional[float]) -> Optional[float]:
+    return None if v is None else 100.0 - v
+
+
+def costs(c, method: str = "minmax") -> dict[str, Optional[float]]:
+    """The criteria of one candidate as costs (lower is better). The brief's (minmax / zscore): latency ms, memory
+    bytes, perplexity ratio, 100 - published C-Eval/CMMLU %, 100 - MMLU %, 100 - A. Value: the same latency and
+    memory, goodput (serve), the quantization cost in points, and 100 - the comparable group accuracies."""
+    acc = c.figures.get("task_accuracy")
+    out = {"latency": c.latency_ms, "vram": float(c.total_vram_bytes), "acc": _less(acc.value if acc else None)}
+    if method == "value":
+        qp = c.figures.get("quant_cost_points")
+        out.update({"ppl": None, "quant_points": qp.value if qp else None, "goodput": c.goodput_per_s,
+                    "ttft": c.ttft_ms, "tpot": c.tpot_ms,
+                    "zh": _less(c.figures["zh_comparable"].value) if "zh_comparable" in c.figures else None,
+                    "en": _less(c.figures["en_comparable"].value) if "en_comparable" in c.figures else None})
+    else:
+        out.update({"ppl": c.ppl_ratio, "zh": _less(c.zh_accuracy), "en": _less(c.en_accuracy)})
+    return out
+
+
+def value_scale(q) -> ValueScale:
+    """The anchors of the value functions for one query (docs/scoring.md): the memory budget; the latency limit the
+    user gave, else the workload's default; the comfortable latency min(comfort, limit / 2); the goodput target."""
+    wl = q.workload
+    if q.latency_metric == "ttft":
+        comfort, default = wl.ttft_comfort_ms, wl.ttft_limit_ms
+    elif q.latency_metric == "tpot":
+        comfort, default = COMFORT_TPOT_MS, READING_TPOT_MS
+    else:  # e2e = TTFT + (n_out - 1) x TPOT at the anchors
+        n = max(wl.output_tokens - 1, 0)
+        comfort, default = wl.ttft_comfort_ms + n * COMFORT_TPOT_MS, wl.ttft_limit_ms + n * READING_TPOT_MS
+    limit = q.max_latency_ms if q.max_latency_ms is not None else default
+    target = goodput_target(wl) if wl.rank_by == "goodput" else None
+    guard = None
+    if q.latency_metric == "ttft":
+        guard = ("tpot", COMFORT_TPOT_MS, READING_TPOT_MS)
+    elif q.latency_metric == "tpot":
+        guard = ("ttft", min(wl.ttft_comfort_ms, wl.ttft_limit_ms / 2.0), wl.ttft_limit_ms)
+    return ValueScale(q.vram_bytes, min(comfort, limit / 2.0), limit, q.max_latency_ms is not None, target, guard)
+
+
+def serve_slos(wl, q=None) -> tuple[float, float]:
+    """(TTFT SLO ms, TPOT SLO ms) of a goodput workload: the workload's comfortable TTFT and reading speed, or the
+    user's --max-latency on the metric it limits."""
+    ttft, tpot = wl.ttft_comfort_ms, READING_TPOT_MS
+    if q is not None and q.max_latency_ms is not None:
+        if q.latency_metric == "ttft":
+            ttft = q.max_latency_ms
+        elif q.latency_metric == "tpot":
+            tpot = q.max_latency_ms
+    return ttft, tpot
+
+
+def goodput_target(wl) -> float:
+    """Requests/s of target_concurrency users each served at the SLOs: concurrency / (TTFT_SLO + (n_out-1) TPOT_SLO)."""
+    ttft, tpot = serve_slos(wl)
+    return wl.target_concurrency / ((ttft + max(wl.output_tokens - 1, 0) * tpot) / 1000.0)
 
 
 def apply_scores(cands: list, q) -> None:
-    scored = score_rows([costs(c) for c in cands], q.weights, q.normalization, q.missing)
+    scale = value_scale(q) if q.normalization == "value" else None
+    scored = score_rows([costs(c, q.normalization) for c in cands], q.weights, q.normalization, q.missing, scale)
     for c, (s, parts) in zip(cands, scored):
         c.score = round(s, SCORE_DECIMALS)
         c.score_parts = {k: round(v, SCORE_DECIMALS) for k, v in parts.items()}
@@ -45,9 +99,35 @@ def dedupe(cands: list, per_model: int) -> list:
     return out
 
 
+def _fig(c, name: str, default: float) -> float:
+    f = c.figures.get(name) if hasattr(c, "figures") else None
+    return default if f is None or f.value is None else f.value
+
+
 def order_key(score: Optional[float], c) -> tuple:
-    """Ranking order: (rounded) score, then latency, model, quant, engine."""
-    return (score, c.latency_ms if c.latency_ms is not None else float("inf"), c.model, c.quant, c.engine)
+    """Ranking order: (rounded) score, then quantization cost, accuracy (higher first), goodput (higher first), memory,
+    latency, model, quant, engine (module docstring)."""
+    inf = float("inf")
+    return (score, _fig(c, "quant_cost_points", inf), -_fig(c, "task_accuracy", -inf),
+            -(getattr(c, "goodput_per_s", None) or 0.0), c.total_vram_bytes,
+            c.latency_ms if c.latency_ms is not None else inf, c.model, c.quant, c.engine)
+
+
+def choose_batches(cands: list) -> list:
+    """Serve: per configuration (model, quant, engine, context, KV dtype), the batch of the highest goodput, then
+    the highest throughput, then the smallest (single-GPU prediction). The multi-GPU planner extends this choice."""
+    best: dict[tuple, object] = {}
+    for c in cands:
+        key = (c.model, c.quant, c.engine, c.context_tokens, getattr(c, "kv_dtype", None))
+        cur = best.get(key)
+        if cur is None or _batch_key(c) < _batch_key(cur):
+            best[key] = c
+    keep = {id(c) for c in best.values()}
+    return [c for c in cands if id(c) in keep]
+
+
+def _batch_key(c) -> tuple:
+    return (-(c.goodput_per_s or 0.0), -(c.throughput_tokens_per_s or 0.0), c.batch)
 
 
 def rank(cands: list, q) -> tuple[list, list, list]:
@@ -55,6 +135,8 @@ def rank(cands: list, q) -> tuple[list, list, list]:
     de-duplicated to q.top; the best-scoring excluded ones (everything scored together, as if there were no limits),
     one per model, so --explain shows what the limits cost."""
     feasible = [c for c in cands if not c.excluded]
+    if q.workload.rank_by == "goodput":
+        feasible = choose_batches(feasible)
     apply_scores(feasible, q)
     feasible.sort(key=lambda c: order_key(c.score, c))
     ranked = dedupe(feasible, q.per_model)[: q.top]
@@ -62,7 +144,8 @@ def rank(cands: list, q) -> tuple[list, list, list]:
         c.rank = i
     strongest: list = []
     if len(feasible) < len(cands):
-        scored = score_rows([costs(c) for c in cands], q.weights, q.normalization, q.missing)
+        scored = score_rows([costs(c, q.normalization) for c in cands], q.weights, q.normalization, q.missing,
+                            value_scale(q) if q.normalization == "value" else None)
         pool = sorted(((s, i) for i, (s, _) in enumerate(scored) if cands[i].excluded),
                       key=lambda si: (si[0], cands[si[1]].model, si[1]))
         seen: set[str] = set()
@@ -75,11 +158,14 @@ def rank(cands: list, q) -> tuple[list, list, list]:
     return ranked, strongest, feasible
 
 
-def answer_notes(cands: list, feasible: list, ranked: list, weights: dict[str, float]) -> list[str]:
+def answer_notes(cands: list, feasible: list, ranked: list, weights: dict[str, float], method: str = "minmax",
+                 goodput: bool = False) -> list[str]:
     """What the user should know about the answer: weights that had nothing to weigh, and why nothing fits."""
     notes = []
+    field = {"ppl": "quant_points", "latency": "goodput" if goodput else "latency"} if method == "value" else {}
     for crit, w in weights.items():
-        if w and feasible and all(v is None for v in (costs(c)[crit] for c in feasible)):
+        key = field.get(crit, crit)
+        if w and feasible and all(v is None for v in (costs(c, method)[key] for c in feasible)):
             notes.append(f"no candidate has a value for '{crit}': its weight ({w:.2f}) did not affect the ranking")
     if not ranked:
         notes += no_fit_notes([c for c in cands if c.excluded])

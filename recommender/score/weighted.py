@@ -1,18 +1,31 @@
-"""Weighted score over normalized costs (lower is better). See docs/scoring.md.
+"""Weighted score over per-criterion costs (lower is better). See docs/scoring.md.
 
-score = sum_i w_i * norm_i(cost_i), with sum_i w_i = 1 and costs:
-  latency: the constrained latency metric (TTFT by default), ms
-  vram:    total_vram_bytes
-  ppl:     perplexity ratio of the quantized weights to 16-bit weights (>= 1)
-  zh:      100 - Chinese-task accuracy (%)
-  en:      100 - MMLU accuracy (%)                       (weight 0 unless asked for)
-Normalization over the candidates being ranked:
-  minmax (default): (x - min) / (max - min), in [0, 1]; 0 for every candidate when max == min.
-  zscore:           (x - mean) / std; 0 when std == 0.
-Missing values (rule ``worst``, default): a candidate with no value for a criterion gets 1 under min-max (the worst
-possible) and the worst value seen under z-score - lacking data never helps a candidate. Rule ``mean`` gives the
-average of the known values. A criterion no candidate has a value for adds 0 to every score (it cannot separate
-them); recommend says so in its notes.
+score = sum_i w_i * u_i(cost_i), with sum_i w_i = 1. Three ways to turn a cost into u (``--normalization``):
+
+  value (default): a fixed value function per criterion anchored on the user's limits and the workload (multi-criteria
+    decision analysis [Keeney & Raiffa 1976; DCLG 2009]); u never depends on the other candidates, so the exchange
+    rate between criteria is the same on every machine (docs/scoring.md gives it in accuracy points).
+      latency  TTFT (or --latency-metric): 0 up to T_ok = min(comfort, L/2), then 0.02 ln(t/T_ok)/ln(L/T_ok) up to
+               the limit L; beyond a default (not user-given) limit 0.02 + 0.98 min(1, log10(t/L)).
+               serve (rank_by goodput): 0 at >= 10x the target goodput, 0.02 log10(10 target/goodput) down to the
+               target, then 0.02 + 0.10 per decade short (u_goodput).
+      vram     0 until the headroom left is thinner than H = max(10 % of the budget, 1 GiB), then 0.04 (excess/H)^2.
+      ppl      quantization cost D in accuracy points (sources/quality/quant_quality.csv, size-scaled) / 80: at the
+               default weights one point lost to quantization weighs one point of task accuracy.
+      acc      (100 - A)/100, A = the workload's task accuracy (en / zh / both) in points on comparable scales.
+      zh, en   (100 - A_group)/100 of one group (weight 0 by default).
+  minmax, zscore: the brief's method, unchanged: the costs (latency ms, total_vram_bytes, perplexity ratio,
+    100 - C-Eval/CMMLU %, 100 - MMLU %, 100 - A) normalized over the candidates being ranked:
+      minmax: (x - min) / (max - min), in [0, 1]; 0 for every candidate when max == min.
+      zscore: (x - mean) / std; 0 when std == 0.
+    Missing values (rule ``worst``, default): a candidate with no value for a criterion gets 1 under min-max (the
+    worst possible) and the worst value seen under z-score. Rule ``mean`` gives the average of the known values. A
+    criterion no candidate has a value for adds 0 to every score; recommend says so in its notes. Under value a
+    missing figure is priced as the worst of its scale (u = 1) - no shipped model lacks one (every model has a
+    comparable accuracy, published or estimated).
+
+Default weights (the brief's): latency 0.30, vram 0.25, ppl (quantization) 0.20, task accuracy 0.25 - the accuracy
+weight is on ``acc`` (the workload's task mix) under value, on ``zh`` (C-Eval) under minmax / zscore as the brief had.
 """
 
 from __future__ import annotations
@@ -24,16 +37,28 @@ from typing import Optional
 
 from recommender.core.errors import UserError
 
-CRITERIA = ("latency", "vram", "ppl", "zh", "en")
-DEFAULT_WEIGHTS = {"latency": 0.30, "vram": 0.25, "ppl": 0.20, "zh": 0.25, "en": 0.0}
-NORMALIZATIONS = ("minmax", "zscore")
+# The label of the score, the order and the quality figures they read (recommender.versions; tests/test_golden.py):
+# bump it when a ranking or a score changes while the predicted figures do not.
+SCORE_VERSION = "score-v2-value"  # v1: the brief's min-max default; v2: value functions, comparable accuracy
+CRITERIA = ("latency", "vram", "ppl", "zh", "en", "acc")
+# The brief's weights; under value the task-accuracy weight is on the workload's task mix (acc), under the brief's
+# min-max / z-score on C-Eval (zh), as the brief had it.
+DEFAULT_WEIGHTS = {"latency": 0.30, "vram": 0.25, "ppl": 0.20, "zh": 0.0, "en": 0.0, "acc": 0.25}
+BRIEF_WEIGHTS = {"latency": 0.30, "vram": 0.25, "ppl": 0.20, "zh": 0.25, "en": 0.0, "acc": 0.0}
+NORMALIZATIONS = ("value", "minmax", "zscore")
+RELATIVE_NORMALIZATIONS = ("minmax", "zscore")  # normalized over the candidates at hand (the brief's method)
+DEFAULT_NORMALIZATION = "value"
 MISSING_RULES = ("worst", "mean")
 
 
-def parse_weights(text: Optional[str]) -> dict[str, float]:
-    """'latency=0.3,vram=0.25,ppl=0.2,zh=0.25' -> weights summing to 1. Criteria not named keep their default
-    weight; the result is renormalized to sum to 1."""
-    weights = dict(DEFAULT_WEIGHTS)
+def default_weights(method: str = DEFAULT_NORMALIZATION) -> dict[str, float]:
+    return dict(DEFAULT_WEIGHTS if method == "value" else BRIEF_WEIGHTS)
+
+
+def parse_weights(text: Optional[str], method: str = DEFAULT_NORMALIZATION) -> dict[str, float]:
+    """'latency=0.3,vram=0.25,ppl=0.2,acc=0.25' -> weights summing to 1. Criteria not named keep their default weight
+    (default_weights(method)); the result is renormalized to sum to 1."""
+    weights = default_weights(method)
     if text:
         for part in [p for p in re.split(r"[,\s]+", text.strip()) if p]:
             if "=" not in part:
@@ -62,7 +87,7 @@ def norm_stats(known: list[float], method: str) -> tuple[float, float]:
     if method == "zscore":
         mean = sum(known) / len(known)
         return mean, math.sqrt(sum((v - mean) ** 2 for v in known) / len(known))
-    raise UserError(f"unknown normalization {method!r}", hint=f"use one of {', '.join(NORMALIZATIONS)}")
+    raise UserError(f"unknown normalization {method!r}", hint=f"use one of {', '.join(RELATIVE_NORMALIZATIONS)}")
 
 
 def norm_value(v: float, stats: tuple[float, float], method: str) -> float:
@@ -93,11 +118,112 @@ def normalize(values: list[Optional[float]], method: str = "minmax", missing: st
 
 
 def score_rows(costs: list[dict[str, Optional[float]]], weights: dict[str, float], method: str = "minmax",
-               missing: str = "worst") -> list[tuple[float, dict[str, float]]]:
-    """Score each row of raw costs; returns (score, normalized parts) per row, in input order."""
-    columns = {c: normalize([row.get(c) for row in costs], method, missing) for c in CRITERIA if weights.get(c)}
+               missing: str = "worst", scale: Optional["ValueScale"] = None) -> list[tuple[float, dict[str, float]]]:
+    """Score each row of costs; returns (score, parts) per row, in input order. ``value`` needs the query's scale."""
+    columns = columns_for(costs, [c for c in CRITERIA if weights.get(c)], method, missing, scale)
     out = []
     for i in range(len(costs)):
         parts = {c: columns[c][i] for c in columns}
         out.append((sum(weights[c] * parts[c] for c in parts), parts))
     return out
+
+
+def columns_for(costs: list[dict[str, Optional[float]]], criteria, method: str, missing: str,
+                scale: Optional["ValueScale"]) -> dict[str, list[float]]:
+    """criterion -> u per row: the value functions (method value) or the normalization over the rows."""
+    if method == "value":
+        if scale is None:
+            raise ValueError("value normalization needs a ValueScale")
+        return {c: [scale.u(c, row) for row in costs] for c in criteria}
+    return {c: normalize([row.get(c) for row in costs], method, missing) for c in criteria}
+
+
+# -- value functions (docs/scoring.md) ---------------------------------------------------------------------------
+
+GIB = 1024**3
+HEADROOM_SHARE = 0.10  # memory is free while more than this share of the budget is left ...
+HEADROOM_MIN_BYTES = 1 * GIB  # ... or 1 GiB, whichever is larger (KV growth to the workload's context, runtime, error)
+U_MEM_AT_LIMIT = 0.04  # u at the budget: 4 points at the default weights (0.25 x 0.04 / 0.0025)
+U_LAT_AT_LIMIT = 0.02  # u at the latency limit: 2.4 points at the default weights (0.30 x 0.02 / 0.0025)
+U_BEYOND = 0.98  # beyond a default (not user-given) limit: + 0.98 per decade, capped at u = 1
+ACC_SCALE_POINTS = 100.0  # u_acc = (100 - A) / 100: one point = 0.0025 score at the default weight 0.25
+# u_q = D / Q_SCALE_POINTS with Q_SCALE_POINTS = 100 x 0.20 / 0.25: at the default weights one point of accuracy lost
+# to quantization weighs exactly one point of task accuracy (docs/quality-method.md section 9)
+Q_SCALE_POINTS = ACC_SCALE_POINTS * 0.20 / 0.25
+# Reading speed: 238 words/min silent reading of English non-fiction [Brysbaert 2019] x 4/3 tokens per word [OpenAI
+# help: 1 token ~ 3/4 word] = 5.29 tokens/s -> 189 ms per token; twice as fast is comfortable (nobody waits).
+READING_TPOT_MS = 60_000.0 / (238.0 * 4.0 / 3.0)
+COMFORT_TPOT_MS = READING_TPOT_MS / 2.0
+
+
+def u_memory(m_bytes: Optional[float], budget_bytes: float) -> float:
+    if m_bytes is None:
+        return 1.0
+    h = max(HEADROOM_SHARE * budget_bytes, HEADROOM_MIN_BYTES)
+    excess = max(0.0, m_bytes - (budget_bytes - h)) / h
+    return U_MEM_AT_LIMIT * excess * excess
+
+
+def u_latency(t_ms: Optional[float], t_ok_ms: float, limit_ms: float, user_limit: bool) -> float:
+    if t_ms is None:
+        return 1.0
+    if t_ms <= t_ok_ms:
+        return 0.0
+    if t_ms <= limit_ms:
+        return U_LAT_AT_LIMIT * math.log(t_ms / t_ok_ms) / math.log(limit_ms / t_ok_ms)
+    if user_limit:  # cannot happen for a ranked candidate: the limit excluded it
+        return 1.0
+    return U_LAT_AT_LIMIT + U_BEYOND * min(1.0, math.log10(t_ms / limit_ms))
+
+
+GOODPUT_FREE_FACTOR = 10.0  # goodput beyond 10x the target costs nothing more
+U_GOODPUT_SHORT = 0.10  # per decade below the target (the team does not fit at the SLOs): 12 points per decade
+
+
+def u_goodput(goodput: Optional[float], target: float) -> float:
+    """Serve: 0 at >= 10x the target goodput (requests/s meeting the SLOs); 0.02 per decade below that down to the
+    target (a decade more capacity is worth 2.4 points at the default weights); below the target 0.02 + 0.10 per
+    decade short, up to 1."""
+    if not goodput or goodput <= 0:
+        return 1.0
+    hi = GOODPUT_FREE_FACTOR * target
+    if goodput >= hi:
+        return 0.0
+    if goodput >= target:
+        return U_LAT_AT_LIMIT * math.log10(hi / goodput)
+    return min(1.0, U_LAT_AT_LIMIT + U_GOODPUT_SHORT * math.log10(target / goodput))
+
+
+def u_points(points: Optional[float], scale_points: float) -> float:
+    return 1.0 if points is None else max(0.0, points) / scale_points
+
+
+class ValueScale:
+    """The anchors of one query's value functions: budget, latency comfort and limit (user or workload default),
+    goodput target (serve). Built by recommender.rank from the Query; pure arithmetic here."""
+
+    def __init__(self, budget_bytes: float, t_ok_ms: float, limit_ms: float, user_limit: bool,
+                 goodput_target: Optional[float] = None,
+                 guard: Optional[tuple[str, float, float]] = None) -> None:
+        self.budget_bytes = budget_bytes
+        self.t_ok_ms = t_ok_ms
+        self.limit_ms = limit_ms
+        self.user_limit = user_limit
+        self.goodput_target = goodput_target
+        # the other latency at the workload's anchors (field, T_ok, default limit): a TTFT query still pays for a
+        # TPOT slower than reading, a TPOT query for a TTFT past the workload's comfort
+        self.guard = guard
+
+    def u(self, criterion: str, row: dict[str, Optional[float]]) -> float:
+        if criterion == "latency":
+            if self.goodput_target is not None:
+                return u_goodput(row.get("goodput"), self.goodput_target)
+            u = u_latency(row.get("latency"), self.t_ok_ms, self.limit_ms, self.user_limit)
+            if self.guard is not None and row.get(self.guard[0]) is not None:
+                u += u_latency(row[self.guard[0]], self.guard[1], self.guard[2], False)
+            return u
+        if criterion == "vram":
+            return u_memory(row.get("vram"), self.budget_bytes)
+        if criterion == "ppl":
+            return u_points(row.get("quant_points"), Q_SCALE_POINTS)
+        return u_points(None if row.get(criterion) is None else row[criterion], ACC_SCALE_POINTS)

@@ -28,8 +28,9 @@ from recommender.core.errors import UserError
 from recommender.core.records import CatalogReader, Strict
 from recommender.rank.candidates import Candidate, enumerate_candidates
 from recommender.rank.query import Query
-from recommender.score.order import SCORE_DECIMALS, costs as _costs, dedupe as _dedupe, no_fit_notes, order_key
-from recommender.score.weighted import CRITERIA, NORMALIZATIONS, normalize
+from recommender.score.order import (SCORE_DECIMALS, choose_batches, costs as _costs, dedupe as _dedupe, no_fit_notes,
+                                     order_key, value_scale)
+from recommender.score.weighted import CRITERIA, NORMALIZATIONS, columns_for
 
 DEFAULT_STEP = 0.05  # seed 003 §4.4: "±5 % steps"
 DEFAULT_SPAN = 0.20  # farthest perturbation each way: 4 steps of 0.05, from about dropping a default weight to
@@ -69,7 +70,7 @@ class CriterionSensitivity(Strict):
 
 
 class NormalizationSensitivity(Strict):
-    normalization: Literal["minmax", "zscore"]
+    normalization: Literal["value", "minmax", "zscore"]
     base_top: Pick
     base_ranking: list[Pick]  # the entries tau is computed over
     vectors: int  # perturbed weight vectors
@@ -191,10 +192,11 @@ def grid(base: float, step: float, span: float) -> list[float]:
 class _Ranker:
     """The feasible candidates' normalized costs under one normalization; re-scores them for any weights."""
 
-    def __init__(self, cands: list[Candidate], normalization: str, missing: str) -> None:
-        costs = [_costs(c) for c in cands]
+    def __init__(self, cands: list[Candidate], normalization: str, missing: str, q: Optional[Query] = None) -> None:
+        costs = [_costs(c, normalization) for c in cands]
         self.cands = cands
-        self.cols = {k: normalize([row[k] for row in costs], normalization, missing) for k in CRITERIA}
+        scale = value_scale(q) if normalization == "value" and q is not None else None
+        self.cols = columns_for(costs, CRITERIA, normalization, missing, scale)
         self.n = len(cands)
 
     def raw(self, w: dict[str, float]) -> list[float]:
@@ -292,7 +294,7 @@ def analyse(feasible: list[Candidate], q: Query, step: float = DEFAULT_STEP, spa
     base_scores: dict[str, list[float]] = {}
     rankers: dict[str, _Ranker] = {}
     for norm in normalizations:
-        rk = _Ranker(feasible, norm, q.missing)
+        rk = _Ranker(feasible, norm, q.missing, q)
         rankers[norm] = rk
         s0 = rk.scores(q.weights)
         base_scores[norm] = s0
@@ -364,14 +366,19 @@ def sensitivity(catalog: CatalogReader, q: Query, step: float = DEFAULT_STEP, sp
     check_grid(step, span)
     cands = enumerate_candidates(catalog, q)
     feasible = [c for c in cands if not c.excluded]
+    if q.workload.rank_by == "goodput":  # the batch each configuration serves at, as recommend chooses it
+        feasible = choose_batches(feasible)
     infeasible = [c for c in cands if c.excluded]
     counts = {"candidates": len(cands), "feasible": len(feasible), "excluded": len(infeasible),
               "models": len({c.model for c in cands})}
     notes = []
     if not feasible:
         return Sensitivity(query=q, step=step, span=span, counts=counts, results=[], notes=no_fit_notes(infeasible))
+    method = normalizations[0] if normalizations else "minmax"
+    field = {"ppl": "quant_points", "latency": "goodput" if q.workload.rank_by == "goodput" else "latency"} \
+        if method == "value" else {}
     for crit in CRITERIA:
-        if all(_costs(c)[crit] is None for c in feasible):
+        if all(_costs(c, method)[field.get(crit, crit)] is None for c in feasible):
             notes.append(f"no candidate has a value for '{crit}': changing its weight cannot change the ranking")
     results, comparison = analyse(feasible, q, step, span, normalizations)
     return Sensitivity(query=q, step=step, span=span, counts=counts, results=results, comparison=comparison,

@@ -25,7 +25,7 @@ import json
 import os
 import socket
 import time
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Literal, Optional, Union
 
 from pydantic import Field
 
@@ -36,8 +36,8 @@ from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.rank.candidates import Candidate, CandidateBuilder
 from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
-from recommender.score.order import costs as _costs
-from recommender.score.weighted import CRITERIA, missing_fill, norm_stats, norm_value
+from recommender.score.order import SCORE_DECIMALS, costs as _costs, value_scale
+from recommender.score.weighted import CRITERIA, ValueScale, missing_fill, norm_stats, norm_value
 
 # llama.cpp partial offload levels tried: share of the repeating layers on the GPU (1.0 = all, the default).
 OFFLOAD_FRACTIONS: tuple[float, ...] = (1.0, 0.75, 0.5, 0.25)
@@ -220,11 +220,23 @@ class Reference(Strict):
     min-max, (mean, std) for z-score, and the fill value for a missing figure. A criterion without a known value in
     the grid has no entry and adds 0, as in score.py."""
 
-    method: Literal["minmax", "zscore"]
+    method: Literal["value", "minmax", "zscore"]
     missing: Literal["worst", "mean"]
     weights: dict[str, float]
     stats: dict[str, tuple[float, float]]
     fill: dict[str, float]
+    # value: the query's anchors (score.order.value_scale), not statistics of the grid
+    anchors: dict[str, Optional[Union[float, str]]] = Field(default_factory=dict)
+
+    def score(self, costs: dict[str, Optional[float]]) -> tuple[float, dict[str, float]]:
+        if self.method == "value":
+            a = self.anchors
+            guard = None if a.get("guard_field") is None else (a["guard_field"], a["guard_ok_ms"], a["guard_limit_ms"])
+            scale = ValueScale(a["budget_bytes"], a["t_ok_ms"], a["limit_ms"], bool(a["user_limit"]),
+                               a.get("goodput_target"), guard)
+            parts = {c: scale.u(c, costs) for c in CRITERIA if self.weights.get(c)}
+            return sum(self.weights[c] * parts[c] for c in parts), parts
+        return self._relative_score(costs)
 
     def norm(self, crit: str, v: Optional[float]) -> float:
         if crit not in self.stats:
@@ -233,7 +245,7 @@ class Reference(Strict):
             return self.fill[crit]
         return norm_value(v, self.stats[crit], self.method)
 
-    def score(self, costs: dict[str, Optional[float]]) -> tuple[float, dict[str, float]]:
+    def _relative_score(self, costs: dict[str, Optional[float]]) -> tuple[float, dict[str, float]]:
         parts = {c: self.norm(c, costs.get(c)) for c in CRITERIA if self.weights.get(c)}
         return sum(self.weights[c] * parts[c] for c in parts), parts
 
@@ -244,8 +256,21 @@ class Reference(Strict):
         return sum(w[c] * parts.get(c, 0.0) for c in w) / total if total else 0.0
 
 
+def _tie(memory: Optional[float], latency: Optional[float]) -> tuple[float, float]:
+    inf = float("inf")
+    return (inf if memory is None else memory, inf if latency is None else latency)
+
+
 def make_reference(rows: list[dict[str, Optional[float]]], weights: dict[str, float], method: str, missing: str,
-                   fallback: Optional[dict[str, tuple[float, float]]] = None) -> Reference:
+                   fallback: Optional[dict[str, tuple[float, float]]] = None, q=None) -> Reference:
+    if method == "value":  # fixed value functions: nothing to freeze from the grid
+        sc = value_scale(q)
+        return Reference(method=method, missing=missing, weights=weights, stats={}, fill={},
+                         anchors={"budget_bytes": sc.budget_bytes, "t_ok_ms": sc.t_ok_ms, "limit_ms": sc.limit_ms,
+                                  "user_limit": float(sc.user_limit), "goodput_target": sc.goodput_target,
+                                  "guard_field": sc.guard[0] if sc.guard else None,
+                                  "guard_ok_ms": sc.guard[1] if sc.guard else None,
+                                  "guard_limit_ms": sc.guard[2] if sc.guard else None})
     stats: dict[str, tuple[float, float]] = {}
     fill: dict[str, float] = {}
     for c in CRITERIA:
@@ -329,7 +354,7 @@ class PredictedEvaluator:
         lat_tag = self.q.latency_metric.upper() + " "
         other = any(not (r.startswith("needs ") or r.startswith(lat_tag)) for r in cand.excluded)
         p = cand.provenance
-        return Outcome(status="infeasible" if cand.excluded else "feasible", source="predicted", costs=_costs(cand),
+        return Outcome(status="infeasible" if cand.excluded else "feasible", source="predicted", costs=_costs(cand, self.q.normalization),
                        reasons=list(cand.excluded),
                        constraints=_constraints(cand.total_vram_bytes, self.q.vram_bytes, cand.latency_ms,
                                                 self.q.max_latency_ms, other),
@@ -543,7 +568,7 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
         if fallback:
             notes.append(f"latency normalized over [0, {fallback['latency'][1]:.0f} ms] (the limit): no predicted "
                          f"latency on {q.hardware.name}")
-    ref = make_reference(feasible_rows, q.weights, q.normalization, q.missing, fallback)
+    ref = make_reference(feasible_rows, q.weights, q.normalization, q.missing, fallback, q)
 
     def score_of(o: Outcome) -> tuple[float, dict[str, float]]:
         if slo is None:
@@ -551,13 +576,16 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
         g = goodput_rps(o.serve, slo)
         return -(g or 0.0), {"goodput_rps": g or 0.0}
 
-    grid_scores = [(c, score_of(o)[0]) for c, o in grid if o.status == "feasible"]
-    opt = min((s for _, s in grid_scores), default=None)
-    optimum = [c for c, s in grid_scores if opt is not None and s <= opt + OPTIMUM_TOL]
+    grid_scores = [(c, score_of(o)[0], o.costs) for c, o in grid if o.status == "feasible"]
+    opt = min((s for _, s, _ in grid_scores), default=None)
+    # ties (the value score is flat inside the limits) in recommend's order: less memory, then lower latency
+    optimum = [c for c, s, k in sorted(grid_scores, key=lambda t: (t[1], _tie(t[2].get("vram"), t[2].get("latency"))))
+               if opt is not None and s <= opt + OPTIMUM_TOL]
+    grid_scores = [(c, s) for c, s, _ in grid_scores]
     summary = GridSummary(size=len(grid), feasible=len(grid_scores), optimum_score=opt, optimum=optimum[:20],
                           reference={k: list(v) for k, v in ref.stats.items()})
     for crit, w in q.weights.items():
-        if w and crit not in ref.stats:
+        if w and crit not in ref.stats and ref.method != "value":
             notes.append(f"no feasible configuration has a value for '{crit}': its weight ({w:.2f}) does not "
                          f"affect the score")
     if not grid_scores:
@@ -608,7 +636,8 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
     records = [r for r in (_record(t) for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
                            if t.state.name in ("COMPLETE", "PRUNED", "FAIL")) if r is not None]
     feasible = [r for r in records if r.status == "feasible" and r.score is not None]
-    best = min(feasible, key=lambda r: (r.score, r.number)) if feasible else None
+    best = min(feasible, key=lambda r: (round(r.score, SCORE_DECIMALS), _tie(r.memory_bytes, r.latency_ms),
+                                        r.number)) if feasible else None
     regret = ttopt = dtopt = None
     if best is not None and opt is not None and measured is None:  # measured scores are not comparable with the
         regret = max(best.score - opt, 0.0)                          # predicted grid's optimum

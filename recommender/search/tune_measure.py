@@ -29,7 +29,7 @@ from recommender.hardware.profiles import cpu_profile as host_cpu, override_memo
 from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.catalog.store import UserCatalog
-from recommender.rank.quality import QualityIndex
+from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost
 from recommender.rank.query import LATENCY_FIELD, Query
 from recommender.search.tune import _constraints, OFFLOAD_FRACTIONS, Outcome, Space, TuneConfig
 from recommender.probes.perf import measurement_from_result, resolve_target
@@ -70,6 +70,13 @@ class MeasuredEvaluator:
         quality = QualityIndex(catalog)
         self.quality = {"zh": quality.zh(target.model_id).value, "en": quality.en(target.model_id).value,
                         "ppl": quality.ppl_ratio(target.quant).value}
+        if q.normalization == "value":  # the value score's quality terms (docs/scoring.md), constant for one target
+            tasks = TaskAccuracy(catalog, quality, catalog.models())
+            acc, measured_acc = tasks.accuracy(target.model_id, target.quant, tuple(q.workload.accuracy_tasks))
+            self.quality = {"acc": acc.value, "zh": tasks.group(target.model_id, "zh", target.quant)[0].value,
+                            "en": tasks.group(target.model_id, "en", target.quant)[0].value, "ppl": None,
+                            "quant_points": quant_cost(catalog.quant_quality(), target.quant,
+                                                       target.spec.params_active, measured_acc).value}
         self.cache: dict[tuple, Measurement] = {}
         for m in catalog.measurements(model_id=target.model_id):
             k = self._row_key(m)
@@ -120,7 +127,12 @@ class MeasuredEvaluator:
 
     def _quality_costs(self) -> dict[str, Optional[float]]:
         zh, en, ppl = self.quality["zh"], self.quality["en"], self.quality["ppl"]
-        return {"ppl": ppl, "zh": None if zh is None else 100.0 - zh, "en": None if en is None else 100.0 - en}
+        acc = self.quality.get("acc")
+        out = {"ppl": ppl, "zh": None if zh is None else 100.0 - zh, "en": None if en is None else 100.0 - en,
+               "acc": None if acc is None else 100.0 - acc}
+        if "quant_points" in self.quality:
+            out["quant_points"] = self.quality["quant_points"]
+        return out
 
     # -- the cache -----------------------------------------------------------------------------------------------
     def _row_key(self, m: Measurement) -> Optional[tuple]:

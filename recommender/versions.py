@@ -1,0 +1,10 @@
+"""The labels of every figure and score a user sees (tests/test_golden.py reads them): a changed figure or ranking
+needs a changed label. ``formula`` and ``calibration`` label the predicted figures (recommender.predict); ``score``
+labels the score and the order (recommender.score) and the quality figures the ranking reads."""
+
+from recommender.predict import versions as _predict_versions
+from recommender.score.weighted import SCORE_VERSION
+
+
+def versions() -> dict[str, str]:
+    return {**_predict_versions(), "score": SCORE_VERSION}
