@@ -31,8 +31,13 @@ def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on
         stdout_console().print(t)
         return
     host = hw.probe_host()
+    profs = hw.load_profiles()
+    planned = {g.index: hw.match_profile(g.name, profs, g.memory_total_bytes) for g in host.gpus}
     if as_json:
-        emit_json(host.model_dump(mode="json"))
+        data = host.model_dump(mode="json")
+        # which shipped profile each GPU is planned with (its FLOP/s, TDP); null: none has its name
+        data["planning_profiles"] = {str(i): (p.name if p else None) for i, p in planned.items()}
+        emit_json(data)
         return
     con = stdout_console()
     con.print(f"[bold]GPU[/]: {host.gpu_status}", highlight=False)
@@ -43,6 +48,9 @@ def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on
                   f"memory bandwidth {bw} (clock × bus width), power limit "
                   f"{'?' if g.power_limit_w is None else f'{g.power_limit_w:.0f} W'}, driver {g.driver_version}",
                   highlight=False)
+        p = planned[g.index]
+        con.print(f"      planned as profile {p.name!r} (memory and bandwidth as measured here)" if p else
+                  "      no shipped profile has this name: FLOP/s unknown (plan with --gpu NAME)", highlight=False)
     c = host.cpu
     con.print(f"[bold]CPU[/]: {c.model} ({c.arch}), {c.physical_cores} cores / {c.logical_cores} threads; "
               f"ISA: {', '.join(c.flags) or 'none of interest'}", highlight=False)

@@ -139,7 +139,7 @@ class HardwareProfile(Strict):
     fp16_flops_per_s: Optional[float] = None  # dense tensor-core FP16 (no sparsity)
     int8_ops_per_s: Optional[float] = None
     compute_capability: Optional[str] = None
-    backend: Literal["cuda", "rocm", "metal", "cpu"] = "cuda"
+    backend: Literal["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"] = "cuda"  # the llama.cpp backend it runs
     tdp_w: Optional[float] = None
     sources: dict[str, str] = Field(default_factory=dict)  # field name -> source URL / note
     notes: Optional[str] = None

@@ -979,7 +979,7 @@ def backend_of(e):
     return {"NVIDIA": "cuda", "AMD": "rocm", "Apple": "metal"}.get(v, "vulkan")
 
 
-ALLOWED_BACKENDS = {"cuda", "rocm", "metal", "cpu"}
+ALLOWED_BACKENDS = {"cuda", "rocm", "metal", "vulkan", "sycl", "cpu"}  # recommender.core.records.HardwareProfile.backend
 PENDING_DIR = HERE / "pending_backend"
 
 
