@@ -66,18 +66,33 @@ def test_h200_vram_matches_llama_cpp_reference(profiles):
         assert e.total_vram_bytes == pytest.approx(measured, rel=0.05), row["quant"]
 
 
-def test_decode_speed_on_gpus_not_used_for_fitting(profiles):
-    """bench/fit_llamacpp.py fits the llama.cpp decode constants on every other GPU of the published scoreboard;
-    on the GPUs it held out, predicted tg128 stays within 10 % (median) and 15 % (worst) of what was published."""
-    spec = reference_spec()
-    rows = scoreboard(profiles)
-    gpus = sorted({hw.name for _, hw in rows})
-    held = set(gpus[1::2])
-    errs = [abs(predict(spec, r, hw) - r.tokens_per_s) / r.tokens_per_s
-            for r, hw in rows if hw.name in held and r.test == "tg128"]
-    assert len(errs) >= 4
-    assert statistics.median(errs) < 0.10
-    assert max(errs) < 0.15
+def test_decode_and_prefill_on_gpus_left_out_of_the_family_fit(profiles):
+    """Each scoreboard GPU (llama.cpp #15013 CUDA, #15021 ROCm, #10879 Vulkan, #4167 Apple) predicted from the family
+    table fitted without it (bench/gpu_loo.py prints the same by segment): tg128 and pp512 of Llama-2-7B within the
+    issue's targets of what was published (median over GPUs: decode <= 12 %, prefill <= 20 %), and no segment's
+    decode median beyond 30 %."""
+    from recommender.predict.analytical import speed_family
+    from recommender.predict.reference import board_points, fit_families, predict_point
+
+    by_name = {p.name: p for p in profiles}
+    points, _ = board_points(profiles)
+    fam = lambda g: speed_family(by_name[g])  # noqa: E731
+    errs = {"decode": {}, "prefill": {}}
+    for g in sorted({p.gpu for p in points}):
+        table = fit_families(points, fam, leave_out=g)
+        for p in points:
+            if p.gpu == g:
+                got = predict_point(p, table, fam(g))
+                if got:
+                    errs[p.test].setdefault(g, []).append(abs(got[0] - p.y) / p.y)
+    dec = {g: statistics.median(v) for g, v in errs["decode"].items()}
+    pre = {g: statistics.median(v) for g, v in errs["prefill"].items()}
+    assert len(dec) >= 60 and len(pre) >= 50
+    assert statistics.median(dec.values()) <= 0.12
+    assert statistics.median(pre.values()) <= 0.20
+    for backend in ("cuda", "metal", "rocm"):
+        mine = [e for g, e in dec.items() if by_name[g].backend == backend]
+        assert len(mine) >= 5 and statistics.median(mine) <= 0.30, backend
 
 
 def test_prefill_on_rtx_4090_published(profiles):

@@ -125,7 +125,8 @@ class Figure:
     unit: str  # bytes | ms | tokens/s | fraction | ratio | %
     provenance: Provenance
     basis: str = ""  # formula version + constants, measurement id, or source URL
-    interval: Optional[tuple[float, float]] = None  # [low, high] in the figure's unit (calibrated figures)
+    interval: Optional[tuple[float, float]] = None  # [low, high] in the figure's unit (calibrated figures; estimated
+    # llama.cpp TTFT/TPOT: the GPU family's leave-one-GPU-out spread)
 
 
 class HardwareProfile(Strict):

@@ -53,6 +53,8 @@ class Estimate(Strict):
     weights_bytes_provenance: Provenance = "estimated"  # the variant's: measured for a file that was read
     basis: dict[str, str]
     notes: list[str] = Field(default_factory=list)
+    # ms: the GPU family's spread (constants.FamilySpeed intervals) around ttft_ms / tpot_ms, where the family has one
+    intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
 
 def _family(quant: str) -> str:
@@ -196,6 +198,71 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
 
 
 # ------------------------------------------------------------------------------------------------------------
+# llama.cpp speed per GPU family (constants.FAMILY_SPEEDS, fitted by bench/gpu_loo.py)
+# ------------------------------------------------------------------------------------------------------------
+_ROCM_ARCH = ((r"\binstinct\b|\bmi\d", "cdna"), (r"radeon vii", "gcn5"), (r"\b(rx|w|pro w) ?6\d{3}", "rdna2"),
+              (r"\b(rx|w|pro w) ?7\d{3}", "rdna3"), (r"\b(rx ?9\d{3}|r9700)", "rdna4"))
+
+
+def speed_family(hw: HardwareProfile) -> tuple[str, ...]:
+    """The GPU families a profile belongs to, most specific first: CUDA by compute capability (one architecture and
+    memory class: 8.0 is the HBM A100/A30, 8.6 the GDDR Ampere cards, 8.7 Jetson Orin...), Metal by tier (base, Pro,
+    Max, Ultra), ROCm by architecture (RDNA2/3/4, CDNA, GCN5), Vulkan/SYCL by vendor; then the backend."""
+    import re
+
+    name = hw.name.lower()
+    if hw.backend == "cuda":
+        return ((f"cuda:{hw.compute_capability}",) if hw.compute_capability else ()) + ("cuda",)
+    if hw.backend == "metal":
+        tier = next((t for t in ("ultra", "max", "pro") if re.search(rf"\b{t}\b", name)), "base")
+        return (f"metal:{tier}", "metal")
+    if hw.backend == "rocm":
+        arch = next((a for pat, a in _ROCM_ARCH if re.search(pat, name)), None)
+        return ((f"rocm:{arch}",) if arch else ()) + ("rocm",)
+    if hw.backend in ("vulkan", "sycl"):
+        return (f"{hw.backend}:{hw.vendor.lower()}", hw.backend)
+    return ()
+
+
+def family_speed(hw: HardwareProfile, term: str) -> Optional[tuple[str, C.FamilySpeed]]:
+    """(family, fit) of the most specific family of ``hw`` that has a fit of ``term`` ('decode' or 'prefill')."""
+    for fam in speed_family(hw):
+        fit = C.FAMILY_SPEEDS.get(fam)
+        if fit is not None and (term == "decode" or fit.prefill_mfu is not None):
+            return fam, fit
+    return None
+
+
+def prefill_peak(hw: HardwareProfile) -> tuple[Optional[float], str]:
+    """The peak llama.cpp's GGUF prompt kernels are measured against: INT8 on CUDA where the profile has it (MMQ runs
+    on int8 tensor cores), else dense FP16."""
+    if hw.backend == "cuda" and hw.int8_ops_per_s:
+        return hw.int8_ops_per_s, "INT8 peak"
+    return hw.fp16_flops_per_s, "FP16 peak"
+
+
+def llama_cpp_latency_terms(hw: HardwareProfile, family: str) -> Optional[dict]:
+    """llama.cpp's decode efficiency, per-token overhead, prefill MFU and peak on ``hw`` from its GPU family, with the
+    family's intervals; None when no family of the profile has a fit (the single constants are used then)."""
+    dec = family_speed(hw, "decode")
+    if dec is None:
+        return None
+    fam, fit = dec
+    eff = fit.decode_efficiency
+    if family == "float":  # F16/BF16 weights: the scoreboards are GGUF-quantized; the PR #4766 F16/GGUF ratio
+        eff *= C.DECODE_BW_EFFICIENCY["llama.cpp"]["float"].value / C.DECODE_BW_EFFICIENCY["llama.cpp"]["gguf"].value
+    out = {"decode_family": fam, "efficiency": eff, "overhead_ms": fit.decode_overhead_ms,
+           "decode_interval": fit.decode_interval, "decode_source": f"family {fam}: {fit.source}", "mfu": None}
+    pre = family_speed(hw, "prefill")
+    peak, peak_name = prefill_peak(hw)
+    if pre is not None and peak:
+        pfam, pfit = pre
+        out.update(prefill_family=pfam, mfu=pfit.prefill_mfu, peak=peak, peak_name=peak_name,
+                   prefill_interval=pfit.prefill_interval, prefill_source=f"family {pfam}: {pfit.source}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
 # The estimate
 # ------------------------------------------------------------------------------------------------------------
 def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
@@ -313,7 +380,19 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     mfu_c = _const(C.PREFILL_MFU[engine], mfu_key if mfu_key in C.PREFILL_MFU[engine] else "*")
     ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
     ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value
-    basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec} ms "
+    fam = llama_cpp_latency_terms(hw, family) if engine == "llama.cpp" and family in ("gguf", "float") else None
+    dec_interval = pre_interval = None
+    if fam is not None:
+        eff_c = C.Const(round(fam["efficiency"], 4), "fraction of bandwidth", fam["decode_source"])
+        ovh_dec, dec_interval = fam["overhead_ms"], fam["decode_interval"]
+        if fam["mfu"] is not None:
+            peak, peak_name = fam["peak"], fam["peak_name"]
+            mfu_c = C.Const(fam["mfu"], f"fraction of {peak_name}", fam["prefill_source"])
+            pre_interval = fam["prefill_interval"]
+        elif family == "gguf" and hw.int8_ops_per_s:
+            peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"  # the single constants' GGUF MFU is against FP16
+            mfu_c = _const(C.PREFILL_MFU[engine], "gguf")
+    basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec:.3f} ms "
                        f"[efficiency: {eff_c.source}]")
 
     # bytes read per decode step: every GPU-resident weight once (routed experts: only those the batch
@@ -345,13 +424,18 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                                     f"HOST_TO_GPU_COPY_BYTES_PER_S = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = None
+    intervals: dict[str, tuple[float, float]] = {}
     if bw:
         mem_ms = step_bytes / (bw * eff_c.value) * 1e3
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
         tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms
+        if dec_interval and not host_dec_ms:
+            intervals["tpot_ms"] = (tpot * dec_interval[0], tpot * dec_interval[1])
         if peak:
             pre_ms = pre_flops / (peak * mfu_c.value) * 1e3
             ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
+            if pre_interval and not host_pre_ms:
+                intervals["ttft_ms"] = (ttft * pre_interval[0], ttft * pre_interval[1])
             basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
                                 f"{eff_c.value})) + {ovh_pre} ms "
                                 f"[MFU: {mfu_c.source}]")
@@ -368,4 +452,5 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, decode_bytes_per_step=step_bytes,
         decode_kv_bytes_per_step=int(kv_read * gpu_frac), host_bytes_per_step=host_step, prefill_flops=pre_flops,
-        prefill_attention_flops=pre_attn, weights_bytes_provenance=weights_provenance, basis=basis, notes=notes)
+        prefill_attention_flops=pre_attn, weights_bytes_provenance=weights_provenance, basis=basis, notes=notes,
+        intervals=intervals)

@@ -8,10 +8,13 @@ figure behind it yet: it is a placeholder to be fitted, and is labelled so in th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
+
+from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed_rows
 
 MIB = 1024**2
 
-ESTIMATE_FORMULA_VERSION = "estimate-v1"
+ESTIMATE_FORMULA_VERSION = "estimate-v2"  # v2: llama.cpp speed per GPU family (FAMILY_SPEEDS)
 
 
 @dataclass(frozen=True)
@@ -140,3 +143,30 @@ MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
     ("vllm", "gptq"): ((6, 0), "vLLM GPTQ needs compute capability >= 6.0 (vLLM supported-hardware table)"),
     ("*", "bf16"): ((8, 0), "bfloat16 needs compute capability >= 8.0 (Ampere); use F16 on older GPUs"),
 }
+
+
+# --- llama.cpp speed per GPU family and backend -----------------------------------------------------------------
+@dataclass(frozen=True)
+class FamilySpeed:
+    """llama.cpp's decode and prefill terms on one GPU family (recommender.predict.analytical.speed_family), fitted by
+    bench/gpu_loo.py on llama.cpp's scoreboards (sources/published_perf/llamacpp_scoreboards_*.csv) and the project's
+    measured rows. decode ms/token = bytes / (bandwidth x decode_efficiency) + decode_overhead_ms (GGUF weights);
+    prefill FLOP/s = prefill_mfu x the profile's prefill peak (INT8 on CUDA where the profile has it, else FP16).
+    The intervals are the 10-90 % range of measured / predicted over the GPUs of the family's backend, each predicted
+    with itself left out of the fit (None: too few GPUs)."""
+
+    decode_efficiency: float  # fraction of bandwidth
+    decode_overhead_ms: float  # ms/token
+    decode_gpus: tuple[str, ...]
+    prefill_mfu: Optional[float] = None  # fraction of the prefill peak
+    prefill_gpus: tuple[str, ...] = ()
+    decode_interval: Optional[tuple[float, float]] = None  # measured/predicted, 10 and 90 %
+    prefill_interval: Optional[tuple[float, float]] = None
+    source: str = ""
+
+
+# The family table: data written by `bench/gpu_loo.py --write` (recommender/predict/family_speeds.py); the most
+# specific family of a GPU that has a fit is used.
+FAMILY_SPEEDS: dict[str, FamilySpeed] = {
+    k: FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})
+    for k, row in _family_speed_rows.items()}

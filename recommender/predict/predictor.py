@@ -133,8 +133,8 @@ def analytical_figures(est: Estimate) -> dict[str, Figure]:
         "kv_cache_bytes": _fig("kv_cache_bytes", est.kv_cache_bytes, "estimated", mem),
         "overhead_bytes": _fig("overhead_bytes", est.overhead_bytes, "estimated", mem),
         "total_vram_bytes": _fig("total_vram_bytes", est.total_vram_bytes, "estimated", mem),
-        "ttft_ms": _fig("ttft_ms", est.ttft_ms, "estimated", b.get("prefill", "")),
-        "tpot_ms": _fig("tpot_ms", est.tpot_ms, "estimated", b.get("decode", "")),
+        "ttft_ms": _fig("ttft_ms", est.ttft_ms, "estimated", b.get("prefill", ""), est.intervals.get("ttft_ms")),
+        "tpot_ms": _fig("tpot_ms", est.tpot_ms, "estimated", b.get("decode", ""), est.intervals.get("tpot_ms")),
     }
 
 

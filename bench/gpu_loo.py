@@ -1,0 +1,184 @@
+"""Leave-one-GPU-out errors of llama.cpp's decode and prefill predictions, by segment and backend; writes the family
+table the estimator uses.
+
+Data: llama.cpp's own scoreboards, copied in sources/published_perf/ (discussion #15013 CUDA, #15021 ROCm, #10879
+Vulkan, #4167 Apple; Llama-2-7B Q4_0/Q8_0, pp512 and tg128, flash attention off), each row on the profile its GPU name
+designates (names several variants share only where the variants' bandwidth and peaks agree), plus the project's own
+measured dense llama.cpp rows (sources/measurements: H200, llama-cpp-python, batch 1, f16 cache, 4K context).
+
+For each GPU: fit the family table (recommender.predict.reference.fit_families) on every other GPU, predict this GPU
+from its most specific family that still has a fit (its backend when it was its family's only GPU), and compare with
+what was published or measured. Families: recommender.predict.analytical.speed_family. A report, not a test.
+
+    python bench/gpu_loo.py            # the tables (markdown)
+    python bench/gpu_loo.py --write    # also fit on every GPU and write recommender/predict/family_speeds.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from recommender.catalog.build import load_measurements, load_models
+from recommender.core.paths import SOURCES_DIR
+from recommender.hardware.profiles import load_profiles, match_profile
+from recommender.predict.analytical import estimate, prefill_peak, speed_family
+from recommender.predict.reference import Point, board_points, fit_families, predict_point
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "recommender" / "predict" / "family_speeds.py"
+
+
+def measured_points(profiles) -> list[Point]:
+    """The project's dense llama.cpp rows as decode and prefill points (batch 1, f16 cache, <= 4K context, every layer
+    on the GPU, GGUF-quantized weights)."""
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    out = []
+    for m in load_measurements(SOURCES_DIR):
+        spec = specs.get(m.model_id)
+        if (m.status != "ok" or m.engine != "llama.cpp" or m.batch != 1 or m.kv_dtype != "f16" or spec is None
+                or spec.is_moe or m.context_tokens > 4096 or not m.tpot_ms or spec.num_swa_layers):
+            continue
+        hw = match_profile(m.hardware_name, profiles)
+        if hw is None or hw.backend == "cpu":
+            continue
+        e = estimate(spec, m.quant, "llama.cpp", hw, context_tokens=m.context_tokens, prompt_tokens=m.prompt_tokens,
+                     output_tokens=m.output_tokens)
+        if m.quant in ("F16", "BF16"):
+            continue  # the table is for GGUF-quantized weights
+        out.append(Point(hw.name, hw.backend, "decode", e.decode_bytes_per_step / hw.memory_bandwidth_bytes_per_s
+                         * 1e3, m.tpot_ms, f"measurement {m.id}"))
+        peak, _ = prefill_peak(hw)
+        if m.ttft_ms and peak:
+            out.append(Point(hw.name, hw.backend, "prefill", e.prefill_flops / peak * 1e3, m.ttft_ms,
+                             f"measurement {m.id}"))
+    return out
+
+
+def segments() -> dict[str, str]:
+    data = json.loads((SOURCES_DIR / "gpus" / "names.json").read_text())
+    return {p["name"]: p["segment"] for p in data["profiles"]}
+
+
+def pct(v: list[float], q: float) -> float:
+    v = sorted(v)
+    i = (len(v) - 1) * q
+    lo, hi = int(i), min(int(i) + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (i - lo)
+
+
+def v1(p: Point, hw) -> float:
+    """What estimate-v1's single constants predicted for this point (for the comparison column)."""
+    if p.test == "decode":
+        return p.x / V1_DECODE_EFFICIENCY + V1_DECODE_OVERHEAD_MS
+    peak, _ = prefill_peak(hw)  # x = FLOPs / this peak
+    mfu = V1_MFU_INT8 if hw.backend == "cuda" and hw.int8_ops_per_s else V1_MFU_FP16
+    return p.x / mfu
+
+
+# estimate-v1's constants (recommender/predict/constants.py before the family table), for comparison only
+V1_DECODE_EFFICIENCY, V1_DECODE_OVERHEAD_MS, V1_MFU_INT8, V1_MFU_FP16 = 0.897, 1.217, 0.229, 0.917
+
+
+def loo(points, fam_of):
+    """[(point, predicted, family used)] with each GPU left out of its own fit."""
+    out = []
+    for g in sorted({p.gpu for p in points}):
+        table = fit_families(points, fam_of, leave_out=g)
+        for p in points:
+            if p.gpu == g:
+                got = predict_point(p, table, fam_of(g))
+                if got:
+                    out.append((p, got[0], got[1]))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="write recommender/predict/family_speeds.py")
+    a = ap.parse_args(argv)
+    profiles = load_profiles()
+    by_name = {p.name: p for p in profiles}
+    fam_of = lambda name: speed_family(by_name[name])  # noqa: E731
+    board, dropped = board_points(profiles)
+    points = board + measured_points(profiles)
+    seg = segments()
+    res = loo(points, fam_of)
+
+    def seg_of(p):
+        s = seg.get(p.gpu, "?")
+        return f"{p.backend} {s}" if p.backend != "cuda" else s
+
+    print(f"# Leave-one-GPU-out llama.cpp errors ({len({p.gpu for p in points})} GPUs, {len(points)} points; "
+          f"left out as ambiguous or without a profile: {', '.join(dropped)})\n")
+    print("Errors per GPU (the median over its points: quants, models), then over GPUs; signed = predicted time / "
+          "published time - 1 (negative: predicted too fast). `v1`: the single constants of estimate-v1 (0.897 of "
+          "bandwidth + 1.217 ms; prefill 0.229 of INT8 / 0.917 of FP16), on the same GPUs.\n")
+    print("| test | segment | GPUs | median abs error | 90th pct | worst (GPU) | median signed | v1 median abs |")
+    print("|---|---|---|---|---|---|---|---|")
+    summary = {}
+    for test in ("decode", "prefill"):
+        per_gpu: dict[str, list] = {}
+        for p, pred, _ in res:
+            if p.test == test:
+                per_gpu.setdefault(p.gpu, []).append(((pred - p.y) / p.y, (v1(p, by_name[p.gpu]) - p.y) / p.y, p))
+        groups: dict[str, list] = {}
+        for g, items in per_gpu.items():
+            e = statistics.median(x for x, _, _ in items)
+            ev1 = statistics.median(x for _, x, _ in items)
+            groups.setdefault(seg_of(items[0][2]), []).append((e, ev1, g))
+            groups.setdefault("all", []).append((e, ev1, g))
+        for g in sorted(groups, key=lambda k: (k == "all", k)):
+            errs = groups[g]
+            ab = [abs(e) for e, _, _ in errs]
+            worst = max(errs, key=lambda t: abs(t[0]))
+            summary[(test, g)] = statistics.median(ab)
+            print(f"| {test} | {g} | {len(errs)} | {statistics.median(ab):.1%} | {pct(ab, 0.9):.1%} | "
+                  f"{worst[0]:+.0%} ({worst[2]}) | {statistics.median(e for e, _, _ in errs):+.1%} | "
+                  f"{statistics.median(abs(x) for _, x, _ in errs):.1%} |")
+    print("\nper GPU (decode, prefill: predicted/published - 1, family used):")
+    per = {}
+    for p, pred, fam in res:
+        per.setdefault(p.gpu, {}).setdefault(p.test, []).append(((pred - p.y) / p.y, fam))
+    for g in sorted(per):
+        parts = []
+        for t in ("decode", "prefill"):
+            if t in per[g]:
+                e = statistics.median(x for x, _ in per[g][t])
+                parts.append(f"{t} {e:+.0%} [{per[g][t][0][1]}]")
+        print(f"  {g}: {'; '.join(parts)}")
+
+    if a.write:
+        table = fit_families(points, fam_of)
+        # intervals: 10-90 % of measured / predicted over the held-out predictions of each backend
+        ratios: dict[tuple, list[float]] = {}
+        for p, pred, _ in res:
+            ratios.setdefault((p.backend, p.test), []).append(p.y / pred)
+        for k, row in table.items():
+            b = k.split(":")[0]
+            for t in ("decode", "prefill"):
+                r = ratios.get((b, t), [])
+                if len(r) >= 5 and (t == "decode" or row.get("prefill_mfu")):
+                    row[f"{t}_interval"] = [round(pct(r, 0.1), 3), round(pct(r, 0.9), 3)]
+            row["source"] = (f"bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/"
+                             f"published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured "
+                             f"rows; {len(row.get('decode_gpus', []))} GPUs: {', '.join(row.get('decode_gpus', [])[:6])}"
+                             + ("..." if len(row.get("decode_gpus", [])) > 6 else ""))
+        body = json.dumps(table, indent=1, sort_keys=True).replace(": null", ": None").replace(": true", ": True")
+        OUT.write_text('"""Generated by `python bench/gpu_loo.py --write`; do not edit. llama.cpp speed terms per GPU '
+                       'family\n(recommender.predict.constants.FamilySpeed; families: analytical.speed_family)."""\n\n'
+                       f"FAMILY_SPEED_ROWS: dict = {body}\n", encoding="utf-8")
+        print(f"\nwrote {OUT.relative_to(ROOT)} ({len(table)} families)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
