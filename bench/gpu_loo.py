@@ -63,6 +63,37 @@ def measured_points(profiles) -> list[Point]:
     return out
 
 
+def kv_quant_fit(profiles) -> tuple[float, float, int]:
+    """The extra decode time of a quantized (q8_0/q4_0) KV cache on llama.cpp, from measured twins (the same model,
+    quant, context, batch and prompt with an f16 cache): extra ms = a x n_layers + k x (the f16-equivalent KV read time
+    the estimate has for that step). Least squares over the twins -> (a ms/layer, k, twins)."""
+    from recommender.predict.analytical import llama_cpp_latency_terms
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    rows = [m for m in load_measurements(SOURCES_DIR) if m.status == "ok" and m.engine == "llama.cpp"]
+    eqs = []
+    for m in rows:
+        if m.kv_dtype == "f16" or not m.tpot_ms:
+            continue
+        twin = [t for t in rows if t.kv_dtype == "f16" and t.hardware_name == m.hardware_name and
+                (t.model_id, t.quant, t.context_tokens, t.batch, t.prompt_tokens) ==
+                (m.model_id, m.quant, m.context_tokens, m.batch, m.prompt_tokens)]
+        hw = match_profile(m.hardware_name, profiles)
+        if not twin or hw is None:
+            continue
+        spec = specs[m.model_id]
+        e = estimate(spec, m.quant, "llama.cpp", hw, context_tokens=m.context_tokens, batch=m.batch,
+                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens)  # f16 cache
+        eff = llama_cpp_latency_terms(hw, "gguf")["efficiency"]
+        kv_ms = e.decode_kv_bytes_per_step / (hw.memory_bandwidth_bytes_per_s * eff) * 1e3
+        eqs.append((spec.num_layers, kv_ms, m.tpot_ms - twin[0].tpot_ms))
+    # normal equations of extra = a L + k kv
+    sll = sum(L * L for L, _, _ in eqs); slk = sum(L * k for L, k, _ in eqs); skk = sum(k * k for _, k, _ in eqs)
+    sly = sum(L * y for L, _, y in eqs); sky = sum(k * y for _, k, y in eqs)
+    det = sll * skk - slk * slk
+    return (sly * skk - sky * slk) / det, (sll * sky - slk * sly) / det, len(eqs)
+
+
 def segments() -> dict[str, str]:
     data = json.loads((SOURCES_DIR / "gpus" / "names.json").read_text())
     return {p["name"]: p["segment"] for p in data["profiles"]}
@@ -155,6 +186,10 @@ def main(argv=None) -> int:
                 e = statistics.median(x for x, _ in per[g][t])
                 parts.append(f"{t} {e:+.0%} [{per[g][t][0][1]}]")
         print(f"  {g}: {'; '.join(parts)}")
+
+    a_ms, k, n = kv_quant_fit(profiles)
+    print(f"\nquantized KV cache (q8_0) on llama.cpp, {n} measured twins with an f16 cache: extra decode time = "
+          f"{a_ms:.5f} ms x layers + {k:.3f} x the f16 KV read time (constants.KV_QUANT_DECODE_*)")
 
     if a.write:
         table = fit_families(points, fam_of)

@@ -242,3 +242,32 @@ def test_a_measured_row_is_predicted_with_its_own_kv_dtype(profiles):
         assert p.decode_bytes_per_step < f16.decode_bytes_per_step
         checked += 1
     assert checked >= 2
+
+
+def test_a_quantized_kv_cache_is_not_predicted_faster_than_f16_where_measured_slower(profiles):
+    """Every shipped H200 row with a q8_0 cache has an f16-cache twin that decoded faster (llama.cpp's attention over
+    a quantized cache costs more than the bytes it saves). The prediction of each pair, made without the rows, orders
+    them the same way and puts the q8_0 penalty within half of what was measured, so `tune` does not pick a quantized
+    cache for speed."""
+    from recommender.catalog.build import load_models
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    hw = find_profile("H200", profiles)
+    rows = _h200_rows()
+    pairs = 0
+    for m in rows:
+        if m.kv_dtype != "q8_0":
+            continue
+        twin = [t for t in rows if t.kv_dtype == "f16" and (t.model_id, t.quant, t.context_tokens, t.batch,
+                                                            t.prompt_tokens) == (m.model_id, m.quant, m.context_tokens,
+                                                                                 m.batch, m.prompt_tokens)]
+        assert twin and m.tpot_ms > twin[0].tpot_ms
+        q8 = estimate(specs[m.model_id], m.quant, "llama.cpp", hw, context_tokens=m.context_tokens,
+                      prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype="q8_0")
+        f16 = estimate(specs[m.model_id], m.quant, "llama.cpp", hw, context_tokens=m.context_tokens,
+                       prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype="f16")
+        assert q8.tpot_ms > f16.tpot_ms and q8.kv_cache_bytes < f16.kv_cache_bytes
+        measured_gap, predicted_gap = m.tpot_ms - twin[0].tpot_ms, q8.tpot_ms - f16.tpot_ms
+        assert predicted_gap == pytest.approx(measured_gap, rel=0.5)
+        pairs += 1
+    assert pairs >= 4

@@ -262,6 +262,19 @@ def llama_cpp_latency_terms(hw: HardwareProfile, family: str) -> Optional[dict]:
     return out
 
 
+def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, kv_f16_read_ms: float) -> tuple[float, str]:
+    """Extra decode ms/token of a quantized KV cache over the f16 cache's read time on llama.cpp (constants
+    KV_QUANT_DECODE_*: measured, not fewer bytes), and its basis; (0, '') otherwise."""
+    if engine != "llama.cpp" or kv_dtype not in C.KV_QUANT_DECODE_MEASURED:
+        return 0.0, ""
+    extra = (C.KV_QUANT_DECODE_MS_PER_LAYER.value * spec.num_layers
+             + C.KV_QUANT_DECODE_READ_FACTOR.value * kv_f16_read_ms)
+    how = "measured" if C.KV_QUANT_DECODE_MEASURED[kv_dtype] else "q8_0's measured terms (q4_0 not measured yet)"
+    return extra, (f"{kv_dtype} cache read as f16 + {C.KV_QUANT_DECODE_MS_PER_LAYER.value} ms x {spec.num_layers} "
+                   f"layers + {C.KV_QUANT_DECODE_READ_FACTOR.value} x f16 read time = +{extra:.3f} ms ({how}: "
+                   f"{C.KV_QUANT_DECODE_MS_PER_LAYER.source})")
+
+
 # ------------------------------------------------------------------------------------------------------------
 # The estimate
 # ------------------------------------------------------------------------------------------------------------
@@ -427,6 +440,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     intervals: dict[str, tuple[float, float]] = {}
     if bw:
         mem_ms = step_bytes / (bw * eff_c.value) * 1e3
+        if kv_dtype != "f16" and engine == "llama.cpp" and kv_read:
+            kv_f16 = kv_cache_bytes(spec, int(mean_ctx), batch, engine, "f16") * gpu_frac
+            kv_f16_ms = kv_f16 / (bw * eff_c.value) * 1e3
+            extra, why = quantized_kv_decode_ms(spec, engine, kv_dtype, kv_f16_ms)
+            if why:
+                mem_ms += kv_f16_ms - kv_read * gpu_frac / (bw * eff_c.value) * 1e3 + extra
+                basis["kv_decode"] = why
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
         tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms
         if dec_interval and not host_dec_ms:

@@ -170,3 +170,15 @@ class FamilySpeed:
 FAMILY_SPEEDS: dict[str, FamilySpeed] = {
     k: FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})
     for k, row in _family_speed_rows.items()}
+
+# --- Quantized KV cache on llama.cpp (decode) -------------------------------------------------------------------
+# A q8_0/q4_0 cache is smaller, but llama.cpp's attention over it is not faster: measured on the H200 (llama-cpp-python
+# 0.3.36; Qwen2.5-7B and Llama-3.1-8B Q4_K_M at 4K and 32K, each with an f16-cache twin) a q8_0 cache cost 0.27-0.89 ms
+# more per token than f16. Least squares over the 4 twins (bench/gpu_loo.py, kv_quant_fit): extra decode time =
+# KV_QUANT_DECODE_MS_PER_LAYER x layers + KV_QUANT_DECODE_READ_FACTOR x the f16 cache's read time. The estimate times a
+# quantized cache's read as the f16 read plus this extra (its bytes stay the quantized ones for memory).
+_KVQ = ("measured: bench/gpu_loo.py kv_quant_fit on the shipped H200 rows (sources/measurements/h200-llamacpp-"
+        "synthetic*.jsonl), q8_0 vs f16 cache twins at 4K and 32K context")
+KV_QUANT_DECODE_MS_PER_LAYER = Const(0.01142, "ms/token/layer", _KVQ)
+KV_QUANT_DECODE_READ_FACTOR = Const(0.972, "x f16 KV read time", _KVQ)
+KV_QUANT_DECODE_MEASURED = {"q8_0": True, "q4_0": False}  # q4_0 takes the q8_0 terms: assumption until measured
