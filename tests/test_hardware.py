@@ -106,7 +106,7 @@ def test_probe_driver_not_loaded(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(init_error="Driver Not Loaded"))
     host = probe_host()
     assert host.gpus == []
-    assert host.gpu_status == "no NVIDIA GPU found (NVML: driver not loaded)"
+    assert host.gpu_status.startswith("no NVIDIA GPU found (NVML: driver not loaded); no AMD, Apple or Intel GPU")
 
 
 def test_probe_without_pynvml(monkeypatch):
@@ -471,3 +471,49 @@ def test_a_probed_device_name_several_variants_share_is_settled_by_its_memory(pr
 def test_intel_arc_loads_on_a_vulkan_backend(profiles):
     p = find_profile("Arc B580", profiles)
     assert p.backend == "vulkan" and p.vendor == "Intel"
+
+
+# ---------------------------------------------------------------------------------------------- beyond NVML
+
+DETECT = Path(__file__).parent / "data" / "detect"  # recorded tool outputs; README.md says where each format is from
+
+
+def _fake_tools(outputs: dict[str, str]):
+    def run(cmd):
+        return outputs.get(cmd[0])
+    return run
+
+
+@pytest.mark.parametrize("system, outputs, profile, gib", [
+    ("Linux", {"amd-smi": "amd-smi-static-rx7900xtx.json"}, "Radeon RX 7900 XTX", 24),
+    ("Linux", {"amd-smi": "amd-smi-static-list-mi300x.txt"}, "Instinct MI300X", 192),
+    ("Linux", {"rocm-smi": "rocm-smi-navi31.json"}, "Radeon RX 7900 XTX", 24),
+    ("Darwin", {"system_profiler": "system_profiler-m3max.json", "sysctl": "sysctl-hw.memsize-48gib.txt"},
+     "Apple M3 Max 48GB", 48),
+    ("Linux", {"xpu-smi": "xpu-smi-discovery-a770.json"}, "Intel Arc A770 16GB", 16),
+])
+def test_gpus_other_tools_report_are_planned_with_the_right_profile(profiles, system, outputs, profile, gib):
+    texts = {tool: (DETECT / f).read_text() for tool, f in outputs.items()}
+    gpus, status = hardware.other_gpus(run=_fake_tools(texts), system=system)
+    assert len(gpus) == 1, status  # xpu-smi's virtual function is not a second card
+    prof = profile_from_gpu(gpus[0], profiles)
+    assert prof.name == profile and round(prof.memory_bytes / GIB) == gib
+    assert prof.sources["memory_bytes"].startswith("measured:")
+    assert prof.memory_bandwidth_bytes_per_s > 0 and "from profile" in prof.sources["memory_bandwidth_bytes_per_s"]
+
+
+def test_a_device_no_profile_fits_is_refused_not_guessed(profiles):
+    """An MI250 reports each of its two dies as a 64 GiB card; the shipped MI250 profile is the 128 GB package."""
+    texts = {"rocm-smi": (DETECT / "rocm-smi-mi250.json").read_text()}
+    gpus, _ = hardware.other_gpus(run=_fake_tools(texts), system="Linux")
+    assert len(gpus) == 2 and gpus[0].memory_total_bytes == 68702699520
+    with pytest.raises(UserError) as e:
+        profile_from_gpu(gpus[0], profiles)
+    assert "no hardware profile" in e.value.message and e.value.hint
+
+
+def test_no_tool_present_is_a_status_not_an_error():
+    gpus, status = hardware.other_gpus(run=_fake_tools({}), system="Linux")
+    assert gpus == [] and "amd-smi" in status and "xpu-smi" in status
+    gpus, _ = hardware.other_gpus(run=_fake_tools({"amd-smi": "not json at all"}), system="Linux")
+    assert gpus == []

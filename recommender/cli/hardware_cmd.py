@@ -32,7 +32,7 @@ def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on
         return
     host = hw.probe_host()
     profs = hw.load_profiles()
-    planned = {g.index: hw.match_profile(g.name, profs, g.memory_total_bytes) for g in host.gpus}
+    planned = {g.index: hw.shipped_profile(g, profs) for g in host.gpus}
     if as_json:
         data = host.model_dump(mode="json")
         # which shipped profile each GPU is planned with (its FLOP/s, TDP); null: none has its name

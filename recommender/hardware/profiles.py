@@ -282,13 +282,22 @@ def match_profile(gpu_name: str, profiles: list[HardwareProfile],
     return found[0] if len(found) == 1 else None
 
 
+def shipped_profile(gpu: GpuInfo, profiles: list[HardwareProfile]) -> Optional[HardwareProfile]:
+    """The shipped profile of a probed GPU: its reported name (Apple: with the GPU core count, 'Apple M3 Max 40-core
+    GPU') settled by its memory; None when no profile, or several, fit."""
+    query = f"{gpu.name} {gpu.gpu_cores}-core GPU" if gpu.vendor == "Apple" and gpu.gpu_cores else gpu.name
+    return match_profile(query, profiles, gpu.memory_total_bytes)
+
+
 MEASURED = "measured: NVML on this machine"
 
 
 def profile_from_gpu(gpu: GpuInfo, profiles: list[HardwareProfile]) -> HardwareProfile:
     """A profile for planning on a probed GPU: memory and bandwidth as NVML measures them here; FLOPS,
     INT8 and TDP from the shipped profile of the same name (with its sources), else None."""
-    shipped = match_profile(gpu.name, profiles, gpu.memory_total_bytes)
+    shipped = shipped_profile(gpu, profiles)
+    if gpu.source != "NVML":
+        return _profile_from_tool(gpu, shipped)
     sources: dict[str, str] = {
         "memory_bytes": f"{MEASURED} (nvmlDeviceGetMemoryInfo total = {gpu.memory_total_bytes / MIB:.0f} MiB)",
     }
@@ -338,6 +347,23 @@ def profile_from_gpu(gpu: GpuInfo, profiles: list[HardwareProfile]) -> HardwareP
         notes.append("no shipped profile has this name: FLOPS unknown")
     rec["notes"] = "; ".join(notes)
     return HardwareProfile.model_validate(rec)
+
+
+def _profile_from_tool(gpu: GpuInfo, shipped: Optional[HardwareProfile]) -> HardwareProfile:
+    """A GPU reported by amd-smi / rocm-smi / macOS / xpu-smi: its memory as the tool measured it, every other figure
+    from the shipped profile its name and memory designate (the tools report no bandwidth)."""
+    if shipped is None:
+        raise UserError(f"cannot plan for GPU {gpu.index} ({gpu.name}, {gpu.source}): no hardware profile has this "
+                        f"name and {gpu.memory_total_bytes / GIB:.0f} GiB, and {gpu.source} reports no bandwidth",
+                        hint="pick a profile with --gpu NAME (`recommender hardware --profiles`), or add "
+                             "profiles/hardware/<gpu>.yaml with sourced figures")
+    data = shipped.model_dump()
+    data["name"], data["aliases"] = shipped.name, []
+    data["memory_bytes"] = gpu.memory_total_bytes
+    data["sources"] = {**{k: f"from profile {shipped.name!r}: {v}" for k, v in shipped.sources.items()},
+                       "memory_bytes": f"measured: {gpu.source} on this machine ({gpu.memory_total_bytes / MIB:.0f} MiB)"}
+    data["notes"] = f"probed GPU {gpu.index} ({gpu.source}: {gpu.name}); bandwidth and FLOP/s from profile {shipped.name!r}"
+    return HardwareProfile.model_validate(data)
 
 
 CPU_PLANNING_NAMES = ("cpu", "host", "this-cpu")
