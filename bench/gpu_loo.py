@@ -94,6 +94,59 @@ def kv_quant_fit(profiles) -> tuple[float, float, int]:
     return (sly * skk - sky * slk) / det, (sll * sky - slk * sly) / det, len(eqs)
 
 
+def moe_fit(profiles) -> dict:
+    """MoE on llama.cpp from measured MoE rows: the project's H200 Qwen3-30B-A3B rows (GGUF-quantized, batch 1) and the
+    DGX Spark Qwen3-Coder-30B-A3B Q8_0 bench (llama.cpp benches/dgx-spark.md, tg32 / pp2048 at depth 0, in
+    sources/published_perf). Decode: the time beyond what the dense terms give for the touched-expert bytes, per
+    layer (expert routing and mul_mat_id launches); prefill: the factor on the matmul FLOPs time (attention unchanged).
+    Both are medians over the rows; the terms are taken with the MoE constants set to neutral values."""
+    import csv
+
+    from recommender.predict import constants as C
+    from recommender.predict.analytical import llama_cpp_latency_terms
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    rows = []  # (spec, quant, hw, context, prompt, output, measured tpot ms or None, measured prefill ms or None)
+    for m in load_measurements(SOURCES_DIR):
+        spec = specs.get(m.model_id)
+        if (m.status == "ok" and m.engine == "llama.cpp" and spec is not None and spec.is_moe and m.batch == 1
+                and m.kv_dtype == "f16" and m.quant not in ("F16", "BF16")):
+            hw = match_profile(m.hardware_name, profiles)
+            if hw is not None:
+                rows.append((spec, m.quant, hw, m.context_tokens, m.prompt_tokens, m.output_tokens, m.tpot_ms,
+                             m.ttft_ms, f"measurement {m.id}"))
+    spark = match_profile("NVIDIA GB10", profiles)
+    with (SOURCES_DIR / "published_perf" / "llamacpp_scoreboards_gpu.csv").open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["source_id"] == "llamacpp_benches_dgx_spark" and "qwen3moe 30B.A3B" in r["model"]:
+                spec = specs["Qwen/Qwen3-30B-A3B"]  # Qwen3-Coder-30B-A3B has the Qwen3-30B-A3B layout
+                if r["test"] == "tg32":
+                    rows.append((spec, r["quant"], spark, 2048, 1, 32, 1e3 / float(r["tokens_per_s"]), None,
+                                 r["source_url"]))
+                if r["test"] == "pp2048":
+                    rows.append((spec, r["quant"], spark, 4096, 2048, 1, None,
+                                 2048 / float(r["tokens_per_s"]) * 1e3, r["source_url"]))
+    saved = (C.MOE_DECODE_MS_PER_LAYER, C.MOE_PREFILL_MATMUL_FACTOR)
+    C.MOE_DECODE_MS_PER_LAYER = C.Const(0.0, "", "")
+    C.MOE_PREFILL_MATMUL_FACTOR = C.Const(1.0, "", "")
+    dec, pre = [], []
+    try:
+        for spec, quant, hw, ctx, prompt, out, tpot, pre_ms, src in rows:
+            e = estimate(spec, quant, "llama.cpp", hw, context_tokens=ctx, prompt_tokens=prompt, output_tokens=out)
+            if tpot:
+                dec.append(((tpot - e.tpot_ms) / spec.num_layers, src))
+            t = llama_cpp_latency_terms(hw, "gguf")
+            if pre_ms and t and t["mfu"]:
+                rate = t["peak"] * t["mfu"]
+                mm = e.prefill_flops - e.prefill_attention_flops
+                pre.append(((pre_ms / 1e3 * rate - e.prefill_attention_flops) / mm, src))
+    finally:
+        C.MOE_DECODE_MS_PER_LAYER, C.MOE_PREFILL_MATMUL_FACTOR = saved
+    return {"decode_ms_per_layer": statistics.median(x for x, _ in dec), "decode_rows": len(dec),
+            "prefill_matmul_factor": statistics.median(x for x, _ in pre), "prefill_rows": len(pre),
+            "decode_each": [round(x, 4) for x, _ in dec], "prefill_each": [round(x, 2) for x, _ in pre]}
+
+
 def segments() -> dict[str, str]:
     data = json.loads((SOURCES_DIR / "gpus" / "names.json").read_text())
     return {p["name"]: p["segment"] for p in data["profiles"]}
@@ -190,6 +243,11 @@ def main(argv=None) -> int:
     a_ms, k, n = kv_quant_fit(profiles)
     print(f"\nquantized KV cache (q8_0) on llama.cpp, {n} measured twins with an f16 cache: extra decode time = "
           f"{a_ms:.5f} ms x layers + {k:.3f} x the f16 KV read time (constants.KV_QUANT_DECODE_*)")
+
+    moe = moe_fit(profiles)
+    print(f"MoE on llama.cpp: decode +{moe['decode_ms_per_layer']:.4f} ms/layer (median of {moe['decode_rows']} rows: "
+          f"{moe['decode_each']}); prefill matmul time x {moe['prefill_matmul_factor']:.2f} (median of "
+          f"{moe['prefill_rows']} rows: {moe['prefill_each']}) (constants.MOE_*)")
 
     if a.write:
         table = fit_families(points, fam_of)

@@ -275,6 +275,18 @@ def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, kv_f16_r
                    f"{C.KV_QUANT_DECODE_MS_PER_LAYER.source})")
 
 
+def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str]:
+    """(extra decode ms/token, prefill matmul factor, basis) of an MoE model on llama.cpp (constants MOE_*); (0, 1, '')
+    for a dense model or another engine."""
+    if engine != "llama.cpp" or not spec.is_moe:
+        return 0.0, 1.0, ""
+    layers = spec.num_layers  # every layer of the models in the catalog is an MoE layer (no dense-first layers kept)
+    extra = C.MOE_DECODE_MS_PER_LAYER.value * layers
+    f = C.MOE_PREFILL_MATMUL_FACTOR.value
+    return extra, f, (f"MoE: decode + {C.MOE_DECODE_MS_PER_LAYER.value} ms x {layers} layers = +{extra:.2f} ms; "
+                      f"prefill matmul time x {f} [{C.MOE_DECODE_MS_PER_LAYER.source}]")
+
+
 # ------------------------------------------------------------------------------------------------------------
 # The estimate
 # ------------------------------------------------------------------------------------------------------------
@@ -287,6 +299,36 @@ def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
     if engine == "vllm":
         return base + int(C.VLLM_CUDA_GRAPH_BYTES.value), "CUDA_CONTEXT_BYTES + VLLM_CUDA_GRAPH_BYTES"
     return base, "CUDA_CONTEXT_BYTES"
+
+
+def llama_cpp_flash_attn(hw: HardwareProfile) -> bool:
+    """Whether llama.cpp runs this GPU with flash attention (its default ``-fa auto`` enables it where the backend has
+    FA kernels): CUDA from compute capability 6.0, ROCm and Metal; assumed off on CUDA below 6.0 and on Vulkan/SYCL,
+    whose FA paths depend on cooperative-matrix extensions (llama.cpp ggml-vulkan: coopmat2)."""
+    if hw.backend == "cuda":
+        return not hw.compute_capability or float(hw.compute_capability) >= 6.0
+    return hw.backend in ("rocm", "metal", "cpu")
+
+
+def llama_cpp_compute_buffer(spec: ModelSpec, context_tokens: int, flash_attn: bool) -> tuple[int, str]:
+    """llama.cpp's GPU compute buffer (bytes), the largest set of intermediates its graph allocator keeps at once for
+    one micro-batch of LLAMA_CPP_N_UBATCH tokens, f32:
+
+    - logits n_vocab x n_ubatch (the output layer) plus the n_embd x n_ubatch residual stream kept beside them: with
+      flash attention this is the buffer llama.cpp reports (exact to the MiB on the shipped H200 rows, test_estimate_
+      reference);
+    - without flash attention the attention scores KQ = n_kv x n_ubatch x n_head (softmax in place) are materialized
+      per layer, so the buffer grows with the context: max(logits, KQ) + the residual stream.
+    n_kv is the context padded to LLAMA_CPP_CTX_PAD (one sequence stream; kv_unified off)."""
+    ub = int(C.LLAMA_CPP_N_UBATCH.value)
+    logits = spec.vocab_size * ub * C.F32_BYTES
+    resid = spec.hidden_size * ub * C.F32_BYTES
+    if flash_attn:
+        return logits + resid, "(n_vocab + n_embd) x LLAMA_CPP_N_UBATCH x 4 B (logits + residual, flash attention)"
+    n_kv = _round_up(context_tokens, int(C.LLAMA_CPP_CTX_PAD.value))
+    kq = n_kv * ub * spec.num_attention_heads * C.F32_BYTES
+    return (max(logits, kq) + resid,
+            f"max(logits, KQ = n_kv {n_kv} x n_ubatch x n_head x 4 B) + n_embd x n_ubatch x 4 B (no flash attention)")
 
 
 def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int, batch: int) -> tuple[int, str]:
@@ -366,7 +408,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         host_layer_bytes = blocks - int(blocks * gpu_frac) + (out_b - out_gpu)
         host = embd_b + host_layer_bytes - (embd_b if spec.tie_word_embeddings and not out_gpu else 0)
     kv_gpu = int(round(kv_total * gpu_frac))
-    compute, compute_basis = _compute_buffer(spec, engine, quant, prompt_tokens, batch)
+    compute, compute_basis = (llama_cpp_compute_buffer(spec, context_tokens, llama_cpp_flash_attn(hw))
+                              if engine == "llama.cpp" else _compute_buffer(spec, engine, quant, prompt_tokens, batch))
     runtime, runtime_basis = _runtime_overhead(engine, hw)
     total = gpu_weights + kv_gpu + compute + runtime
     basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
@@ -448,11 +491,14 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                 mem_ms += kv_f16_ms - kv_read * gpu_frac / (bw * eff_c.value) * 1e3 + extra
                 basis["kv_decode"] = why
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
-        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms
+        moe_dec_ms, moe_pre_f, moe_why = moe_llama_cpp_terms(spec, engine)
+        if moe_why:
+            basis["moe_latency"] = moe_why
+        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
         if dec_interval and not host_dec_ms:
             intervals["tpot_ms"] = (tpot * dec_interval[0], tpot * dec_interval[1])
         if peak:
-            pre_ms = pre_flops / (peak * mfu_c.value) * 1e3
+            pre_ms = (pre_mm * moe_pre_f + pre_attn) / (peak * mfu_c.value) * 1e3
             ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
             if pre_interval and not host_pre_ms:
                 intervals["ttft_ms"] = (ttft * pre_interval[0], ttft * pre_interval[1])

@@ -182,3 +182,14 @@ _KVQ = ("measured: bench/gpu_loo.py kv_quant_fit on the shipped H200 rows (sourc
 KV_QUANT_DECODE_MS_PER_LAYER = Const(0.01142, "ms/token/layer", _KVQ)
 KV_QUANT_DECODE_READ_FACTOR = Const(0.972, "x f16 KV read time", _KVQ)
 KV_QUANT_DECODE_MEASURED = {"q8_0": True, "q4_0": False}  # q4_0 takes the q8_0 terms: assumption until measured
+
+# --- MoE on llama.cpp --------------------------------------------------------------------------------------------
+# Decode reads only the experts a step touches, but each MoE layer adds routing (top-k, gather) and mul_mat_id launches
+# that a dense layer has not: measured as a time per layer beyond the dense terms. Prefill multiplies with mul_mat_id
+# kernels that reach a lower share of the peak: the matmul FLOPs time is multiplied by a factor (attention unchanged).
+# Medians over measured MoE rows (bench/gpu_loo.py moe_fit): the project's H200 Qwen3-30B-A3B rows (Q4_K_M, Q8_0; 4K
+# and 32K; batch 1) and llama.cpp's DGX Spark bench (benches/dgx-spark.md: Qwen3-Coder-30B-A3B Q8_0 tg32, pp2048).
+_MOE = ("measured: bench/gpu_loo.py moe_fit on the shipped H200 Qwen3-30B-A3B rows (sources/measurements) and the "
+        "DGX Spark Qwen3-Coder-30B-A3B Q8_0 bench (sources/published_perf/llamacpp_scoreboards_gpu.csv)")
+MOE_DECODE_MS_PER_LAYER = Const(0.0239, "ms/token/MoE layer", _MOE)
+MOE_PREFILL_MATMUL_FACTOR = Const(2.14, "x matmul FLOPs time", _MOE)
