@@ -147,6 +147,28 @@ def moe_fit(profiles) -> dict:
             "decode_each": [round(x, 4) for x, _ in dec], "prefill_each": [round(x, 2) for x, _ in pre]}
 
 
+def fit_check(profiles) -> tuple[int, int, float]:
+    """No false "fits": for every shipped measured llama.cpp row (the cache layouts the estimate models), the predicted
+    GPU memory against NVML's measured peak. Returns (rows, rows predicted below the measurement, the largest shortfall
+    as a fraction of the measurement): a card with exactly the predicted memory would not have held those rows."""
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    n = under = 0
+    worst = 0.0
+    for m in load_measurements(SOURCES_DIR):
+        spec = specs.get(m.model_id)
+        hw = match_profile(m.hardware_name, profiles)
+        if (m.status != "ok" or m.engine != "llama.cpp" or spec is None or hw is None or not m.peak_vram_bytes
+                or (spec.num_swa_layers and m.raw["engine"]["details"].get("swa_full"))):
+            continue
+        e = estimate(spec, m.quant, "llama.cpp", hw, context_tokens=m.context_tokens, batch=m.batch,
+                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype=m.kv_dtype)
+        n += 1
+        if e.total_vram_bytes < m.peak_vram_bytes:
+            under += 1
+            worst = max(worst, (m.peak_vram_bytes - e.total_vram_bytes) / m.peak_vram_bytes)
+    return n, under, worst
+
+
 def segments() -> dict[str, str]:
     data = json.loads((SOURCES_DIR / "gpus" / "names.json").read_text())
     return {p["name"]: p["segment"] for p in data["profiles"]}
@@ -244,6 +266,8 @@ def main(argv=None) -> int:
     print(f"\nquantized KV cache (q8_0) on llama.cpp, {n} measured twins with an f16 cache: extra decode time = "
           f"{a_ms:.5f} ms x layers + {k:.3f} x the f16 KV read time (constants.KV_QUANT_DECODE_*)")
 
+    n, under, worst = fit_check(profiles)
+    print(f"memory: {n} measured llama.cpp rows; predicted below NVML's peak on {under}, by at most {worst:.1%}")
     moe = moe_fit(profiles)
     print(f"MoE on llama.cpp: decode +{moe['decode_ms_per_layer']:.4f} ms/layer (median of {moe['decode_rows']} rows: "
           f"{moe['decode_each']}); prefill matmul time x {moe['prefill_matmul_factor']:.2f} (median of "

@@ -298,6 +298,8 @@ def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
     base = int(C.CUDA_CONTEXT_BYTES.value)
     if engine == "vllm":
         return base + int(C.VLLM_CUDA_GRAPH_BYTES.value), "CUDA_CONTEXT_BYTES + VLLM_CUDA_GRAPH_BYTES"
+    if engine == "llama.cpp" and hw.backend == "cuda":
+        return base + int(C.LLAMA_CPP_CUDA_RUN_EXTRA_BYTES.value), "CUDA_CONTEXT_BYTES + LLAMA_CPP_CUDA_RUN_EXTRA_BYTES"
     return base, "CUDA_CONTEXT_BYTES"
 
 
