@@ -30,6 +30,7 @@ from pathlib import Path
 from recommender.catalog.build import load_measurements, load_models
 from recommender.core.paths import SOURCES_DIR
 from recommender.hardware.profiles import load_profiles, match_profile
+from recommender.predict import constants as C
 from recommender.predict.analytical import estimate, prefill_peak, speed_family
 from recommender.predict.reference import Point, board_points, fit_families, predict_point
 
@@ -56,10 +57,10 @@ def measured_points(profiles) -> list[Point]:
             continue  # the table is for GGUF-quantized weights
         out.append(Point(hw.name, hw.backend, "decode", e.decode_bytes_per_step / hw.memory_bandwidth_bytes_per_s
                          * 1e3, m.tpot_ms, f"measurement {m.id}"))
-        peak, _ = prefill_peak(hw)
+        peak, _, kind = prefill_peak(hw)
         if m.ttft_ms and peak:
             out.append(Point(hw.name, hw.backend, "prefill", e.prefill_flops / peak * 1e3, m.ttft_ms,
-                             f"measurement {m.id}"))
+                             f"measurement {m.id}", kind))
     return out
 
 
@@ -102,7 +103,6 @@ def moe_fit(profiles) -> dict:
     Both are medians over the rows; the terms are taken with the MoE constants set to neutral values."""
     import csv
 
-    from recommender.predict import constants as C
     from recommender.predict.analytical import llama_cpp_latency_terms
 
     specs = {m.id: m for m in load_models(SOURCES_DIR)}
@@ -181,12 +181,14 @@ def pct(v: list[float], q: float) -> float:
     return v[lo] + (v[hi] - v[lo]) * (i - lo)
 
 
-def v1(p: Point, hw) -> float:
-    """What estimate-v1's single constants predicted for this point (for the comparison column)."""
+def v1(p: Point, hw):
+    """What estimate-v1's single constants predicted for this point (for the comparison column; None: v1 had no
+    TTFT for a profile without a tensor peak)."""
     if p.test == "decode":
         return p.x / V1_DECODE_EFFICIENCY + V1_DECODE_OVERHEAD_MS
-    peak, _ = prefill_peak(hw)  # x = FLOPs / this peak
-    mfu = V1_MFU_INT8 if hw.backend == "cuda" and hw.int8_ops_per_s else V1_MFU_FP16
+    if p.peak == "fp32":
+        return None
+    mfu = V1_MFU_INT8 if p.peak == "int8" else V1_MFU_FP16  # x = FLOPs / this peak
     return p.x / mfu
 
 
@@ -235,11 +237,14 @@ def main(argv=None) -> int:
         per_gpu: dict[str, list] = {}
         for p, pred, _ in res:
             if p.test == test:
-                per_gpu.setdefault(p.gpu, []).append(((pred - p.y) / p.y, (v1(p, by_name[p.gpu]) - p.y) / p.y, p))
+                old = v1(p, by_name[p.gpu])
+                per_gpu.setdefault(p.gpu, []).append(((pred - p.y) / p.y, None if old is None else (old - p.y) / p.y,
+                                                      p))
         groups: dict[str, list] = {}
         for g, items in per_gpu.items():
             e = statistics.median(x for x, _, _ in items)
-            ev1 = statistics.median(x for _, x, _ in items)
+            olds = [x for _, x, _ in items if x is not None]
+            ev1 = statistics.median(olds) if olds else None
             groups.setdefault(seg_of(items[0][2]), []).append((e, ev1, g))
             groups.setdefault("all", []).append((e, ev1, g))
         for g in sorted(groups, key=lambda k: (k == "all", k)):
@@ -249,7 +254,8 @@ def main(argv=None) -> int:
             summary[(test, g)] = statistics.median(ab)
             print(f"| {test} | {g} | {len(errs)} | {statistics.median(ab):.1%} | {pct(ab, 0.9):.1%} | "
                   f"{worst[0]:+.0%} ({worst[2]}) | {statistics.median(e for e, _, _ in errs):+.1%} | "
-                  f"{statistics.median(abs(x) for _, x, _ in errs):.1%} |")
+                  + (f"{statistics.median(abs(x) for _, x, _ in errs if x is not None):.1%}"
+                     if any(x is not None for _, x, _ in errs) else "-") + " |")
     print("\nper GPU (decode, prefill: predicted/published - 1, family used):")
     per = {}
     for p, pred, fam in res:
@@ -261,17 +267,6 @@ def main(argv=None) -> int:
                 e = statistics.median(x for x, _ in per[g][t])
                 parts.append(f"{t} {e:+.0%} [{per[g][t][0][1]}]")
         print(f"  {g}: {'; '.join(parts)}")
-
-    a_ms, k, n = kv_quant_fit(profiles)
-    print(f"\nquantized KV cache (q8_0) on llama.cpp, {n} measured twins with an f16 cache: extra decode time = "
-          f"{a_ms:.5f} ms x layers + {k:.3f} x the f16 KV read time (constants.KV_QUANT_DECODE_*)")
-
-    n, under, worst = fit_check(profiles)
-    print(f"memory: {n} measured llama.cpp rows; predicted below NVML's peak on {under}, by at most {worst:.1%}")
-    moe = moe_fit(profiles)
-    print(f"MoE on llama.cpp: decode +{moe['decode_ms_per_layer']:.4f} ms/layer (median of {moe['decode_rows']} rows: "
-          f"{moe['decode_each']}); prefill matmul time x {moe['prefill_matmul_factor']:.2f} (median of "
-          f"{moe['prefill_rows']} rows: {moe['prefill_each']}) (constants.MOE_*)")
 
     if a.write:
         table = fit_families(points, fam_of)
@@ -294,6 +289,22 @@ def main(argv=None) -> int:
                        'family\n(recommender.predict.constants.FamilySpeed; families: analytical.speed_family)."""\n\n'
                        f"FAMILY_SPEED_ROWS: dict = {body}\n", encoding="utf-8")
         print(f"\nwrote {OUT.relative_to(ROOT)} ({len(table)} families)", file=sys.stderr)
+        # the in-sample fits below use the table just written
+        C.FAMILY_SPEEDS.clear()
+        C.FAMILY_SPEEDS.update({k: C.FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})
+                                for k, row in table.items()})
+
+    a_ms, k, n = kv_quant_fit(profiles)
+    print(f"\nquantized KV cache (q8_0) on llama.cpp, {n} measured twins with an f16 cache: extra decode time = "
+          f"{a_ms:.5f} ms x layers + {k:.3f} x the f16 KV read time (constants.KV_QUANT_DECODE_*)")
+
+    n, under, worst = fit_check(profiles)
+    print(f"memory: {n} measured llama.cpp rows; predicted below NVML's peak on {under}, by at most {worst:.1%}")
+    moe = moe_fit(profiles)
+    print(f"MoE on llama.cpp: decode +{moe['decode_ms_per_layer']:.4f} ms/layer (median of {moe['decode_rows']} rows: "
+          f"{moe['decode_each']}); prefill matmul time x {moe['prefill_matmul_factor']:.2f} (median of "
+          f"{moe['prefill_rows']} rows: {moe['prefill_each']}) (constants.MOE_*)")
+
     return 0
 
 

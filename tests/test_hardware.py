@@ -182,7 +182,7 @@ def test_every_shipped_profile_loads_and_is_sourced(profiles):
     names = [p.name for p in profiles]
     assert len(set(names)) == len(names)
     figures = ["memory_bytes", "memory_bandwidth_bytes_per_s", "fp16_flops_per_s", "int8_ops_per_s",
-               "tdp_w", "compute_capability"]
+               "fp32_flops_per_s", "tdp_w", "compute_capability"]
     for p in profiles:
         # the smallest shipped cards: GTX 1060 3GB; Apple M1 7-core (68 GB/s, 2.3 TFLOPS); the largest: B200 (8 TB/s)
         assert 2 * GIB <= p.memory_bytes <= 1024 * GIB, p.name

@@ -139,6 +139,7 @@ class HardwareProfile(Strict):
     memory_bandwidth_bytes_per_s: float
     fp16_flops_per_s: Optional[float] = None  # dense tensor-core FP16 (no sparsity)
     int8_ops_per_s: Optional[float] = None
+    fp32_flops_per_s: Optional[float] = None  # FP32 vector (shaders x 2 x boost clock)
     compute_capability: Optional[str] = None
     backend: Literal["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"] = "cuda"  # the llama.cpp backend it runs
     tdp_w: Optional[float] = None

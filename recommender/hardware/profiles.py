@@ -34,6 +34,7 @@ FIGURES: dict[str, tuple[str, float]] = {
     "memory_bandwidth_gb_s": ("memory_bandwidth_bytes_per_s", 1e9),
     "fp16_tflops": ("fp16_flops_per_s", 1e12),
     "int8_tops": ("int8_ops_per_s", 1e12),
+    "fp32_tflops": ("fp32_flops_per_s", 1e12),  # FP32 vector (no tensor cores): the prefill peak of GPUs without them
     "tdp_w": ("tdp_w", 1.0),
     "compute_capability": ("compute_capability", 1.0),  # a string, "8.9"
 }

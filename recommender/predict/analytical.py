@@ -225,25 +225,32 @@ def speed_family(hw: HardwareProfile) -> tuple[str, ...]:
 
 
 def family_speed(hw: HardwareProfile, term: str) -> Optional[tuple[str, C.FamilySpeed]]:
-    """(family, fit) of the most specific family of ``hw`` that has a fit of ``term`` ('decode' or 'prefill')."""
+    """(family, fit) of the most specific family of ``hw`` that has a fit of ``term`` ('decode' or 'prefill'; a
+    prefill fit against the kind of peak this profile has)."""
+    kind = prefill_peak(hw)[2]
     for fam in speed_family(hw):
         fit = C.FAMILY_SPEEDS.get(fam)
-        if fit is not None and (term == "decode" or fit.prefill_mfu is not None):
+        if fit is not None and (term == "decode" or (kind and kind in (fit.prefill_mfu or {}))):
             return fam, fit
     return None
 
 
-def prefill_peak(hw: HardwareProfile) -> tuple[Optional[float], str]:
-    """The peak llama.cpp's GGUF prompt kernels are measured against: INT8 on CUDA where the profile has it (MMQ runs
-    on int8 tensor cores), else dense FP16."""
+def prefill_peak(hw: HardwareProfile) -> tuple[Optional[float], str, str]:
+    """(peak, label, kind) llama.cpp's GGUF prompt kernels are measured against: INT8 on CUDA where the profile has it
+    (MMQ runs on int8 tensor cores), else dense FP16, else, on GPUs without tensor cores, the FP32 vector rate."""
     if hw.backend == "cuda" and hw.int8_ops_per_s:
-        return hw.int8_ops_per_s, "INT8 peak"
-    return hw.fp16_flops_per_s, "FP16 peak"
+        return hw.int8_ops_per_s, "INT8 peak", "int8"
+    if hw.fp16_flops_per_s:
+        return hw.fp16_flops_per_s, "FP16 peak", "fp16"
+    if hw.fp32_flops_per_s:
+        return hw.fp32_flops_per_s, "FP32 vector peak", "fp32"
+    return None, "", ""
 
 
 def llama_cpp_latency_terms(hw: HardwareProfile, family: str) -> Optional[dict]:
     """llama.cpp's decode efficiency, per-token overhead, prefill MFU and peak on ``hw`` from its GPU family, with the
-    family's intervals; None when no family of the profile has a fit (the single constants are used then)."""
+    family's intervals; None when no family of the profile has a fit (the single constants are used then). The
+    prefill terms are for GGUF-quantized weights (the scoreboards'); 16-bit weights keep the FP16 constants."""
     dec = family_speed(hw, "decode")
     if dec is None:
         return None
@@ -253,11 +260,11 @@ def llama_cpp_latency_terms(hw: HardwareProfile, family: str) -> Optional[dict]:
         eff *= C.DECODE_BW_EFFICIENCY["llama.cpp"]["float"].value / C.DECODE_BW_EFFICIENCY["llama.cpp"]["gguf"].value
     out = {"decode_family": fam, "efficiency": eff, "overhead_ms": fit.decode_overhead_ms,
            "decode_interval": fit.decode_interval, "decode_source": f"family {fam}: {fit.source}", "mfu": None}
-    pre = family_speed(hw, "prefill")
-    peak, peak_name = prefill_peak(hw)
+    pre = family_speed(hw, "prefill") if family == "gguf" else None
+    peak, peak_name, kind = prefill_peak(hw)
     if pre is not None and peak:
         pfam, pfit = pre
-        out.update(prefill_family=pfam, mfu=pfit.prefill_mfu, peak=peak, peak_name=peak_name,
+        out.update(prefill_family=pfam, mfu=pfit.prefill_mfu[kind], peak=peak, peak_name=peak_name,
                    prefill_interval=pfit.prefill_interval, prefill_source=f"family {pfam}: {pfit.source}")
     return out
 

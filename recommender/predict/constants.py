@@ -151,14 +151,15 @@ class FamilySpeed:
     """llama.cpp's decode and prefill terms on one GPU family (recommender.predict.analytical.speed_family), fitted by
     bench/gpu_loo.py on llama.cpp's scoreboards (sources/published_perf/llamacpp_scoreboards_*.csv) and the project's
     measured rows. decode ms/token = bytes / (bandwidth x decode_efficiency) + decode_overhead_ms (GGUF weights);
-    prefill FLOP/s = prefill_mfu x the profile's prefill peak (INT8 on CUDA where the profile has it, else FP16).
+    prefill FLOP/s = prefill_mfu[kind] x the profile's prefill peak of that kind (analytical.prefill_peak: INT8 on CUDA
+    where the profile has it, else FP16, else the FP32 vector rate).
     The intervals are the 10-90 % range of measured / predicted over the GPUs of the family's backend, each predicted
     with itself left out of the fit (None: too few GPUs)."""
 
     decode_efficiency: float  # fraction of bandwidth
     decode_overhead_ms: float  # ms/token
     decode_gpus: tuple[str, ...]
-    prefill_mfu: Optional[float] = None  # fraction of the prefill peak
+    prefill_mfu: Optional[dict] = None  # peak kind (int8 / fp16 / fp32) -> fraction of that peak
     prefill_gpus: tuple[str, ...] = ()
     decode_interval: Optional[tuple[float, float]] = None  # measured/predicted, 10 and 90 %
     prefill_interval: Optional[tuple[float, float]] = None
@@ -168,7 +169,7 @@ class FamilySpeed:
 # The family table: data written by `bench/gpu_loo.py --write` (recommender/predict/family_speeds.py); the most
 # specific family of a GPU that has a fit is used.
 FAMILY_SPEEDS: dict[str, FamilySpeed] = {
-    k: FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})
+    k: FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})  # lists -> tuples
     for k, row in _family_speed_rows.items()}
 
 # --- Quantized KV cache on llama.cpp (decode) -------------------------------------------------------------------

@@ -54,6 +54,9 @@ FAMILY_SPEED_ROWS: dict = {
    "A30",
    "A40",
    "DGX Spark (GB10)",
+   "GeForce GTX 1070 Ti",
+   "GeForce GTX 1080 Ti",
+   "GeForce GTX 1660",
    "GeForce RTX 2060 SUPER",
    "GeForce RTX 2070 SUPER",
    "GeForce RTX 2080 Ti",
@@ -71,8 +74,10 @@ FAMILY_SPEED_ROWS: dict = {
    "GeForce RTX 5080",
    "GeForce RTX 5090",
    "H200 SXM",
+   "Jetson AGX Orin 32GB",
    "L40",
    "NVIDIA TITAN V",
+   "NVIDIA TITAN Xp",
    "Quadro RTX 4000",
    "Quadro RTX 6000",
    "Quadro RTX 8000",
@@ -82,13 +87,18 @@ FAMILY_SPEED_ROWS: dict = {
    "RTX A5000",
    "RTX A6000",
    "RTX PRO 6000 Blackwell Workstation Edition",
+   "Tesla P40",
    "Tesla T4"
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.2137,
+  "prefill_mfu": {
+   "fp16": 0.2874,
+   "fp32": 1.1929,
+   "int8": 0.2077
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 39 GPUs: A30, A40, DGX Spark (GB10), GeForce GTX 1070 Ti, GeForce GTX 1080 Ti, GeForce GTX 1660..."
  },
  "cuda:12.0": {
@@ -116,9 +126,11 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.2496,
+  "prefill_mfu": {
+   "int8": 0.2496
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: GeForce RTX 5060 Ti 16GB, GeForce RTX 5070, GeForce RTX 5070 Ti, GeForce RTX 5080, GeForce RTX 5090, RTX PRO 6000 Blackwell Workstation Edition"
  },
  "cuda:12.1": {
@@ -136,9 +148,11 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.1686,
+  "prefill_mfu": {
+   "int8": 0.1686
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 1 GPUs: DGX Spark (GB10)"
  },
  "cuda:6.1": {
@@ -154,6 +168,19 @@ FAMILY_SPEED_ROWS: dict = {
    1.899
   ],
   "decode_overhead_ms": 2.5334,
+  "prefill_gpus": [
+   "GeForce GTX 1070 Ti",
+   "GeForce GTX 1080 Ti",
+   "NVIDIA TITAN Xp",
+   "Tesla P40"
+  ],
+  "prefill_interval": [
+   0.914,
+   6.594
+  ],
+  "prefill_mfu": {
+   "fp32": 1.1929
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 4 GPUs: GeForce GTX 1070 Ti, GeForce GTX 1080 Ti, NVIDIA TITAN Xp, Tesla P40"
  },
  "cuda:7.0": {
@@ -172,9 +199,11 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.2874,
+  "prefill_mfu": {
+   "fp16": 0.2874
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 2 GPUs: NVIDIA TITAN V, Tesla V100 PCIe 16GB"
  },
  "cuda:7.5": {
@@ -195,6 +224,7 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "decode_overhead_ms": 4.2761,
   "prefill_gpus": [
+   "GeForce GTX 1660",
    "GeForce RTX 2060 SUPER",
    "GeForce RTX 2070 SUPER",
    "GeForce RTX 2080 Ti",
@@ -205,9 +235,12 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.1618,
+  "prefill_mfu": {
+   "fp32": 0.3874,
+   "int8": 0.1618
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 8 GPUs: GeForce GTX 1660, GeForce RTX 2060 SUPER, GeForce RTX 2070 SUPER, GeForce RTX 2080 Ti, Quadro RTX 4000, Quadro RTX 6000..."
  },
  "cuda:8.0": {
@@ -225,9 +258,11 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.1096,
+  "prefill_mfu": {
+   "int8": 0.1096
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 1 GPUs: A30"
  },
  "cuda:8.6": {
@@ -257,9 +292,11 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.229,
+  "prefill_mfu": {
+   "int8": 0.229
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 7 GPUs: A40, GeForce RTX 3090, GeForce RTX 3090 Ti, RTX A4000, RTX A4500, RTX A5000..."
  },
  "cuda:8.7": {
@@ -272,6 +309,16 @@ FAMILY_SPEED_ROWS: dict = {
    1.899
   ],
   "decode_overhead_ms": 0.8848,
+  "prefill_gpus": [
+   "Jetson AGX Orin 32GB"
+  ],
+  "prefill_interval": [
+   0.914,
+   6.594
+  ],
+  "prefill_mfu": {
+   "fp32": 3.896
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 1 GPUs: Jetson AGX Orin 32GB"
  },
  "cuda:8.9": {
@@ -303,9 +350,11 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.2531,
+  "prefill_mfu": {
+   "int8": 0.2531
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 8 GPUs: GeForce RTX 4060 Ti 16GB, GeForce RTX 4070 Ti SUPER, GeForce RTX 4080, GeForce RTX 4080 SUPER, GeForce RTX 4090, GeForce RTX 4090 D..."
  },
  "cuda:9.0": {
@@ -323,9 +372,11 @@ FAMILY_SPEED_ROWS: dict = {
   ],
   "prefill_interval": [
    0.914,
-   7.162
+   6.594
   ],
-  "prefill_mfu": 0.0585,
+  "prefill_mfu": {
+   "int8": 0.0585
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 1 GPUs: H200 SXM"
  },
  "metal": {
@@ -399,7 +450,9 @@ FAMILY_SPEED_ROWS: dict = {
    0.966,
    1.073
   ],
-  "prefill_mfu": 0.6721,
+  "prefill_mfu": {
+   "fp16": 0.6721
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 28 GPUs: Apple M1 7-core GPU 16GB, Apple M1 8-core GPU 16GB, Apple M1 Max 24-core GPU 32GB, Apple M1 Max 32-core GPU 32GB, Apple M1 Pro 14-core GPU 16GB, Apple M1 Pro 16-core GPU 16GB..."
  },
  "metal:base": {
@@ -429,7 +482,9 @@ FAMILY_SPEED_ROWS: dict = {
    0.966,
    1.073
   ],
-  "prefill_mfu": 0.6653,
+  "prefill_mfu": {
+   "fp16": 0.6653
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: Apple M1 7-core GPU 16GB, Apple M1 8-core GPU 16GB, Apple M2 10-core GPU 16GB, Apple M2 8-core GPU 16GB, Apple M3 16GB, Apple M4 10-core GPU 16GB"
  },
  "metal:max": {
@@ -463,7 +518,9 @@ FAMILY_SPEED_ROWS: dict = {
    0.966,
    1.073
   ],
-  "prefill_mfu": 0.6767,
+  "prefill_mfu": {
+   "fp16": 0.6767
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 8 GPUs: Apple M1 Max 24-core GPU 32GB, Apple M1 Max 32-core GPU 32GB, Apple M2 Max 30-core GPU 32GB, Apple M2 Max 38-core GPU 32GB, Apple M3 Max 128GB, Apple M3 Max 36GB..."
  },
  "metal:pro": {
@@ -497,7 +554,9 @@ FAMILY_SPEED_ROWS: dict = {
    0.966,
    1.073
   ],
-  "prefill_mfu": 0.6764,
+  "prefill_mfu": {
+   "fp16": 0.6764
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 8 GPUs: Apple M1 Pro 14-core GPU 16GB, Apple M1 Pro 16-core GPU 16GB, Apple M2 Pro 16-core GPU 16GB, Apple M2 Pro 19-core GPU 16GB, Apple M3 Pro 14-core GPU 18GB, Apple M3 Pro 18-core GPU 18GB..."
  },
  "metal:ultra": {
@@ -527,7 +586,9 @@ FAMILY_SPEED_ROWS: dict = {
    0.966,
    1.073
   ],
-  "prefill_mfu": 0.652,
+  "prefill_mfu": {
+   "fp16": 0.652
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: Apple M1 Ultra 48-core GPU 128GB, Apple M1 Ultra 64-core GPU 128GB, Apple M2 Ultra 60-core GPU 192GB, Apple M2 Ultra 76-core GPU 192GB, Apple M3 Ultra 60-core GPU 256GB, Apple M3 Ultra 80-core GPU 256GB"
  },
  "rocm": {
@@ -557,7 +618,9 @@ FAMILY_SPEED_ROWS: dict = {
    0.905,
    1.501
   ],
-  "prefill_mfu": 0.3861,
+  "prefill_mfu": {
+   "fp16": 0.3861
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: Radeon RX 6800 XT, Radeon RX 6900 XT, Radeon RX 7800 XT, Radeon RX 7900 GRE, Radeon RX 7900 XT, Radeon RX 7900 XTX"
  },
  "rocm:rdna2": {
@@ -579,7 +642,9 @@ FAMILY_SPEED_ROWS: dict = {
    0.905,
    1.501
   ],
-  "prefill_mfu": 0.4964,
+  "prefill_mfu": {
+   "fp16": 0.4964
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 2 GPUs: Radeon RX 6800 XT, Radeon RX 6900 XT"
  },
  "rocm:rdna3": {
@@ -605,7 +670,9 @@ FAMILY_SPEED_ROWS: dict = {
    0.905,
    1.501
   ],
-  "prefill_mfu": 0.378,
+  "prefill_mfu": {
+   "fp16": 0.378
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 4 GPUs: Radeon RX 7800 XT, Radeon RX 7900 GRE, Radeon RX 7900 XT, Radeon RX 7900 XTX"
  },
  "vulkan": {
@@ -623,6 +690,21 @@ FAMILY_SPEED_ROWS: dict = {
    1.591
   ],
   "decode_overhead_ms": 0.8848,
+  "prefill_gpus": [
+   "Intel Arc A750",
+   "Intel Arc A770 16GB",
+   "Intel Arc B570",
+   "Intel Arc B580",
+   "Intel Arc Pro B50",
+   "Intel Arc Pro B60"
+  ],
+  "prefill_interval": [
+   0.649,
+   2.146
+  ],
+  "prefill_mfu": {
+   "fp32": 0.6547
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: Intel Arc A750, Intel Arc A770 16GB, Intel Arc B570, Intel Arc B580, Intel Arc Pro B50, Intel Arc Pro B60"
  },
  "vulkan:intel": {
@@ -640,6 +722,21 @@ FAMILY_SPEED_ROWS: dict = {
    1.591
   ],
   "decode_overhead_ms": 0.8848,
+  "prefill_gpus": [
+   "Intel Arc A750",
+   "Intel Arc A770 16GB",
+   "Intel Arc B570",
+   "Intel Arc B580",
+   "Intel Arc Pro B50",
+   "Intel Arc Pro B60"
+  ],
+  "prefill_interval": [
+   0.649,
+   2.146
+  ],
+  "prefill_mfu": {
+   "fp32": 0.6547
+  },
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: Intel Arc A750, Intel Arc A770 16GB, Intel Arc B570, Intel Arc B580, Intel Arc Pro B50, Intel Arc Pro B60"
  }
 }

@@ -98,6 +98,7 @@ class Point:
     x: float  # decode: bytes read per token / bandwidth, ms; prefill: FLOPs of the prompt / the profile's peak, ms
     y: float  # the measured ms per token (decode) or ms for the prompt (prefill)
     source: str
+    peak: str = ""  # prefill: the kind of peak x is counted against (analytical.prefill_peak: int8 / fp16 / fp32)
 
 
 def _board_profile(name: str, profiles: list[HardwareProfile], test: str) -> Optional[HardwareProfile]:
@@ -174,12 +175,12 @@ def board_points(profiles: list[HardwareProfile], spec: Optional[ModelSpec] = No
             points.append(Point(name, backend, test, e.decode_bytes_per_step / hw.memory_bandwidth_bytes_per_s * 1e3,
                                 1e3 / t, srcs[(name, backend, quant, test)]))
         else:
-            peak, _ = prefill_peak(hw)
+            peak, _, kind = prefill_peak(hw)
             if not peak:
                 continue
             e = estimate(spec, quant, "llama.cpp", hw, context_tokens=1024, prompt_tokens=512, output_tokens=1)
             points.append(Point(name, backend, test, e.prefill_flops / peak * 1e3, 512 / t * 1e3,
-                                srcs[(name, backend, quant, test)]))
+                                srcs[(name, backend, quant, test)], kind))
     return points, sorted(dropped)
 
 
@@ -260,9 +261,10 @@ def fit_families(points: list[Point], family_of, leave_out: Optional[str] = None
                 eff = 1 / _slope_through([p.x for p in dec], [p.y for p in dec], _weights(dec), ovh)
             row.update(decode_efficiency=round(eff, 4), decode_overhead_ms=round(ovh, 4),
                        decode_gpus=sorted({p.gpu for p in dec}))
-        if pre:
-            row.update(prefill_mfu=round(_median_per_gpu(pre, lambda p: p.x / p.y), 4),
-                       prefill_gpus=sorted({p.gpu for p in pre}))
+        if pre:  # one MFU per kind of peak (a family can mix GPUs with and without tensor cores: GTX 16 / RTX 20)
+            mfu = {k: round(_median_per_gpu([p for p in pre if p.peak == k], lambda p: p.x / p.y), 4)
+                   for k in sorted({p.peak for p in pre})}
+            row.update(prefill_mfu=mfu, prefill_gpus=sorted({p.gpu for p in pre}))
         if row.get("decode_efficiency"):
             table[key] = row
     return table
@@ -276,6 +278,6 @@ def predict_point(p: Point, table: dict[str, dict], families: tuple[str, ...]) -
             continue
         if p.test == "decode":
             return p.x / row["decode_efficiency"] + row["decode_overhead_ms"], k
-        if row.get("prefill_mfu"):
-            return p.x / row["prefill_mfu"], k
+        if p.peak in (row.get("prefill_mfu") or {}):
+            return p.x / row["prefill_mfu"][p.peak], k
     return None

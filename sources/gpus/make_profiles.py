@@ -773,7 +773,7 @@ def dump_profile(p: dict) -> str:
     """Strict YAML in the layout of the hand-written profiles (quoted strings, flow-style aliases)."""
     lines = [f"name: {q(p['name'])}", f"vendor: {p['vendor']}",
              "aliases: [" + ", ".join(q(a) for a in p["aliases"]) + "]", f"backend: {p['backend']}"]
-    for k in ("memory_gib", "memory_mib", "memory_bandwidth_gb_s", "fp16_tflops", "int8_tops"):
+    for k in ("memory_gib", "memory_mib", "memory_bandwidth_gb_s", "fp16_tflops", "int8_tops", "fp32_tflops"):
         if p.get(k) is not None:
             lines.append(f"{k}: {num(p[k])}")
     if p.get("compute_capability"):
@@ -834,6 +834,11 @@ def build(check=False):
                 p["compute_capability"] = f"{r['cuda_major_version']}.{r['cuda_minor_version']}"
                 p["sources"]["compute_capability"] = tpu_src(r, f"'CUDA {p['compute_capability']}' (compute "
                                                                 f"capability)")
+            if r.get("single_float_performance_gflop_s"):
+                # the FP32 vector rate (shaders x 2 x boost clock): the prefill peak of GPUs without tensor cores
+                p["fp32_tflops"] = round(r["single_float_performance_gflop_s"] / 1000, 2)
+                p["sources"]["fp32_tflops"] = tpu_src(r, f"FP32 (float) performance "
+                                                         f"{r['single_float_performance_gflop_s']:g} GFLOP/s (vector)")
             d = derive_tensor(e, r)
             a = ARCH[e["arch"]]
             if d:
@@ -927,7 +932,7 @@ def build(check=False):
         if "memory_bandwidth_gb_s" not in p:
             skipped.append((e["name"], "no sourced bandwidth"))
             continue
-        order = ["memory_gib", "memory_mib", "memory_bandwidth_gb_s", "fp16_tflops", "int8_tops",
+        order = ["memory_gib", "memory_mib", "memory_bandwidth_gb_s", "fp16_tflops", "int8_tops", "fp32_tflops",
                  "compute_capability", "tdp_w"]
         p["sources"] = {k: p["sources"][k] for k in order if k in p["sources"]}
         p["_file"], p["_segment"], p["_curated"] = e["file"], e["segment"], e.get("curated")
