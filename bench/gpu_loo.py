@@ -64,35 +64,47 @@ def measured_points(profiles) -> list[Point]:
     return out
 
 
+KV_CSV = SOURCES_DIR / "measurements" / "h200-long-context-kv.csv"
+
+
 def kv_quant_fit(profiles) -> tuple[float, float, int]:
-    """The extra decode time of a quantized (q8_0/q4_0) KV cache on llama.cpp, from measured twins (the same model,
-    quant, context, batch and prompt with an f16 cache): extra ms = a x n_layers + k x (the f16-equivalent KV read time
-    the estimate has for that step). Least squares over the twins -> (a ms/layer, k, twins)."""
-    from recommender.predict.analytical import llama_cpp_latency_terms
+    """A quantized KV cache's decode time on llama.cpp from the H200 long-context sweep (llama-bench, depth 0-65,536,
+    f16/q8_0/q4_0): for each quantized row, its ms/token less its model's f16 ms/token at depth 0, least squares on
+    a x layers + c x (cached tokens x layers x query heads x head_dim). The cached tokens: depth + half of tg128."""
+    import csv
 
     specs = {m.id: m for m in load_models(SOURCES_DIR)}
-    rows = [m for m in load_measurements(SOURCES_DIR) if m.status == "ok" and m.engine == "llama.cpp"]
+    with KV_CSV.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    base = {r["model_id"]: 1e3 / float(r["tg128_tokens_per_s"]) for r in rows
+            if r["kv_type"] == "f16" and r["depth_tokens"] == "0"}
     eqs = []
-    for m in rows:
-        if m.kv_dtype == "f16" or not m.tpot_ms:
+    for r in rows:
+        if r["kv_type"] == "f16":
             continue
-        twin = [t for t in rows if t.kv_dtype == "f16" and t.hardware_name == m.hardware_name and
-                (t.model_id, t.quant, t.context_tokens, t.batch, t.prompt_tokens) ==
-                (m.model_id, m.quant, m.context_tokens, m.batch, m.prompt_tokens)]
-        hw = match_profile(m.hardware_name, profiles)
-        if not twin or hw is None:
-            continue
-        spec = specs[m.model_id]
-        e = estimate(spec, m.quant, "llama.cpp", hw, context_tokens=m.context_tokens, batch=m.batch,
-                     prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens)  # f16 cache
-        eff = llama_cpp_latency_terms(hw, "gguf")["efficiency"]
-        kv_ms = e.decode_kv_bytes_per_step / (hw.memory_bandwidth_bytes_per_s * eff) * 1e3
-        eqs.append((spec.num_layers, kv_ms, m.tpot_ms - twin[0].tpot_ms))
-    # normal equations of extra = a L + k kv
-    sll = sum(L * L for L, _, _ in eqs); slk = sum(L * k for L, k, _ in eqs); skk = sum(k * k for _, k, _ in eqs)
-    sly = sum(L * y for L, _, y in eqs); sky = sum(k * y for _, k, y in eqs)
-    det = sll * skk - slk * slk
-    return (sly * skk - sky * slk) / det, (sll * sky - slk * sly) / det, len(eqs)
+        s = specs[r["model_id"]]
+        z = (int(r["depth_tokens"]) + 64) * s.num_layers * s.num_attention_heads * s.head_dim
+        eqs.append((s.num_layers, z, 1e3 / float(r["tg128_tokens_per_s"]) - base[r["model_id"]]))
+    sll = sum(L * L for L, _, _ in eqs); slz = sum(L * z for L, z, _ in eqs); szz = sum(z * z for _, z, _ in eqs)
+    sly = sum(L * y for L, _, y in eqs); szy = sum(z * y for _, z, y in eqs)
+    det = sll * szz - slz * slz
+    return (sly * szz - szy * slz) / det, (sll * szy - slz * sly) / det, len(eqs)
+
+
+def long_context_check(profiles) -> list[tuple]:
+    """Predicted (analytical) against measured tg128 ms/token on the H200 sweep, every model x KV type x depth."""
+    import csv
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    hw = match_profile("NVIDIA H200", profiles)
+    out = []
+    with KV_CSV.open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            d = int(r["depth_tokens"])
+            e = estimate(specs[r["model_id"]], r["quant"], "llama.cpp", hw, context_tokens=d + 128, prompt_tokens=d
+                         if d else 1, output_tokens=128, kv_dtype=r["kv_type"])
+            out.append((r["model_id"], r["kv_type"], d, 1e3 / float(r["tg128_tokens_per_s"]), e.tpot_ms))
+    return out
 
 
 def moe_fit(profiles) -> dict:
@@ -294,9 +306,19 @@ def main(argv=None) -> int:
         C.FAMILY_SPEEDS.update({k: C.FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})
                                 for k, row in table.items()})
 
-    a_ms, k, n = kv_quant_fit(profiles)
-    print(f"\nquantized KV cache (q8_0) on llama.cpp, {n} measured twins with an f16 cache: extra decode time = "
-          f"{a_ms:.5f} ms x layers + {k:.3f} x the f16 KV read time (constants.KV_QUANT_DECODE_*)")
+    a_ms, c, n = kv_quant_fit(profiles)
+    print(f"\nquantized KV cache (q8_0/q4_0) on llama.cpp, {n} H200 llama-bench rows (depth 0-64K): decode time = "
+          f"{a_ms:.5f} ms x layers + {c:.3g} ms x tokens x layers x query heads x head_dim (constants.KV_QUANT_*)")
+    print("\nH200 long context (llama-bench tg128, Q4_K_M; analytical, before calibration): measured -> predicted ms")
+    print("| model | KV | " + " | ".join(f"depth {d}" for d in (0, 8192, 16384, 32768, 65536)) + " |")
+    print("|---|---|" + "---|" * 5)
+    lc = long_context_check(profiles)
+    for mid in sorted({x[0] for x in lc}):
+        for kv in ("f16", "q8_0", "q4_0"):
+            cells = [f"{m:.2f} -> {p:.2f}" for i, k, d, m, p in sorted(lc, key=lambda t: t[2]) if i == mid and k == kv]
+            print(f"| {mid} | {kv} | " + " | ".join(cells) + " |")
+    errs = [abs(p - m) / m for _, _, _, m, p in lc]
+    print(f"median |error| {statistics.median(errs):.1%}, worst {max(errs):.1%} over {len(lc)} rows")
 
     n, under, worst = fit_check(profiles)
     print(f"memory: {n} measured llama.cpp rows; predicted below NVML's peak on {under}, by at most {worst:.1%}")

