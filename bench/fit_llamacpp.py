@@ -1,4 +1,4 @@
-"""Fit llama.cpp's decode and prefill constants on published llama-bench figures; report held-out error.
+"""(estimate-v1, superseded by bench/gpu_loo.py: the per-family fit and its leave-one-GPU-out errors.) Fit llama.cpp's decode and prefill constants on published llama-bench figures; report held-out error.
 
 Data: sources/published_perf/ — the llama.cpp CUDA scoreboard (discussion #15013, Llama-2-7B Q4_0, no flash
 attention), restricted to GPUs with a shipped profile. GPUs are sorted by name and split alternately: even positions

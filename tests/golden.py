@@ -31,7 +31,7 @@ QUERIES: dict[str, list[str]] = {
     "rtx3090-serve-tpot-zscore": ["recommend", "--gpu", "RTX 3090", "--workload", "serve", "--latency-metric", "tpot",
                                   "--max-latency", "60ms", "--normalization", "zscore", "--per-model", "0",
                                   "--top", "60", "--json"],
-    "m2-max-code": ["recommend", "--gpu", "M2 Max", "--workload", "code", "--per-model", "0", "--top", "60",
+    "m2-max-code": ["recommend", "--gpu", "M2 Max 96GB", "--workload", "code", "--per-model", "0", "--top", "60",
                     "--json"],
     "a100-weights": ["recommend", "--gpu", "A100 80GB SXM4", "--weights", "latency=0.5,zh=0.5", "--missing", "mean",
                      "--per-model", "0", "--top", "60", "--json"],

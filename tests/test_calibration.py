@@ -36,7 +36,9 @@ def test_held_out_models_are_predicted_better_than_the_spec_sheet(h200_rows, met
     assert len({r.model for r, _ in held_out}) >= 7  # nearly every model could be held out
     analytic = [(r.analytic - r.y) / r.y for r in rows]
     lomo = [e for _, e in held_out]
-    assert _median_abs(lomo) < 0.5 * _median_abs(analytic)
+    # the analytical H200 terms are now the cuda:9.0 family fitted on these rows themselves (bench/gpu_loo.py), so the
+    # baseline is no longer a spec sheet: the calibration must still take a quarter of its error away
+    assert _median_abs(lomo) < 0.75 * _median_abs(analytic)
     assert _median_abs(lomo) < {"tpot_ms": 0.12, "ttft_ms": 0.15, "total_vram_bytes": 0.03}[metric]
 
 

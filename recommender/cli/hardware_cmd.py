@@ -38,8 +38,13 @@ def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on
         stdout_console().print(t)
         return
     host = hw.probe_host()
+    profs = hw.load_profiles()
+    planned = {g.index: hw.shipped_profile(g, profs) for g in host.gpus}
     if as_json:
-        emit_json(host.model_dump(mode="json"))
+        data = host.model_dump(mode="json")
+        # which shipped profile each GPU is planned with (its FLOP/s, TDP); null: none has its name
+        data["planning_profiles"] = {str(i): (p.name if p else None) for i, p in planned.items()}
+        emit_json(data)
         return
     con = stdout_console()
     con.print(f"[bold]GPU[/]: {host.gpu_status}", highlight=False)
@@ -52,6 +57,9 @@ def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on
                   + (f", PCIe {g.pcie_link_generation}.0 x{g.pcie_link_width}" if g.pcie_link_generation else "")
                   + (f", NVLink {g.nvlink_active_links} links" if g.nvlink_active_links else ""),
                   highlight=False)
+        p = planned[g.index]
+        con.print(f"      planned as profile {p.name!r} (memory and bandwidth as measured here)" if p else
+                  "      no shipped profile has this name: FLOP/s unknown (plan with --gpu NAME)", highlight=False)
     if len(host.gpus) > 1:
         try:
             m = local_machine(host.gpus)

@@ -154,7 +154,8 @@ class Figure:
     unit: str  # bytes | ms | tokens/s | fraction | ratio | %
     provenance: Provenance
     basis: str = ""  # formula version + constants, measurement id, or source URL
-    interval: Optional[tuple[float, float]] = None  # [low, high] in the figure's unit (calibrated figures)
+    interval: Optional[tuple[float, float]] = None  # [low, high] in the figure's unit (calibrated figures; estimated
+    # llama.cpp TTFT/TPOT: the GPU family's leave-one-GPU-out spread)
 
 
 class HardwareProfile(Strict):
@@ -167,8 +168,9 @@ class HardwareProfile(Strict):
     memory_bandwidth_bytes_per_s: float
     fp16_flops_per_s: Optional[float] = None  # dense tensor-core FP16 (no sparsity)
     int8_ops_per_s: Optional[float] = None
+    fp32_flops_per_s: Optional[float] = None  # FP32 vector (shaders x 2 x boost clock)
     compute_capability: Optional[str] = None
-    backend: Literal["cuda", "rocm", "metal", "cpu"] = "cuda"
+    backend: Literal["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"] = "cuda"  # the llama.cpp backend it runs
     tdp_w: Optional[float] = None
     sources: dict[str, str] = Field(default_factory=dict)  # field name -> source URL / note
     notes: Optional[str] = None

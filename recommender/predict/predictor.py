@@ -151,8 +151,8 @@ def analytical_figures(est: Estimate) -> dict[str, Figure]:
         "overhead_bytes": _fig("overhead_bytes", est.overhead_bytes, "estimated",
                                "compute buffer + runtime overhead (basis: memory)"),
         "total_vram_bytes": _fig("total_vram_bytes", est.total_vram_bytes, "estimated", b.get("memory", "")),
-        "ttft_ms": _fig("ttft_ms", est.ttft_ms, "estimated", b.get("prefill", "")),
-        "tpot_ms": _fig("tpot_ms", est.tpot_ms, "estimated", b.get("decode", "")),
+        "ttft_ms": _fig("ttft_ms", est.ttft_ms, "estimated", b.get("prefill", ""), est.intervals.get("ttft_ms")),
+        "tpot_ms": _fig("tpot_ms", est.tpot_ms, "estimated", b.get("decode", ""), est.intervals.get("tpot_ms")),
     }
 
 

@@ -78,6 +78,8 @@ def engine_supported(engine: str, family: str, quant: str, hw: HardwareProfile) 
     """None when the engine can run this quantization on this hardware, else the reason it cannot."""
     if hw.backend == "metal" and engine != "llama.cpp":
         return f"{engine} has no Apple Metal backend"
+    if hw.backend in ("vulkan", "sycl") and engine != "llama.cpp":
+        return f"{engine} has no {hw.backend.upper()} backend (llama.cpp runs on {hw.name} through Vulkan or SYCL)"
     if hw.backend == "cpu" and family not in ("float", "gguf"):
         return f"{quant} kernels need a GPU (CPU planning covers GGUF and float weights)"
     cc = _cc(hw)
