@@ -269,9 +269,13 @@ class Catalog:
                 if mid not in models:  # overlay rows come first and win
                     try:
                         models[mid] = ModelSpec.model_validate_json(spec_json)
-                    except ValueError as e:  # a flipped byte in a stored record
-                        raise damaged(self.user_path if org == "user" and self.user_path else self.base_path, e,
-                                      overlay=org == "user") from None
+                    except ValueError as e:  # a flipped byte in a stored record, or an impossible architecture
+                        overlay = org == "user" and self.user_path is not None
+                        if overlay and "impossible architecture" in str(e):
+                            raise UserError(f"model {mid!r} in your overlay {self.user_path} is invalid: "
+                                            f"{_first_line(e)}",
+                                            hint=f"remove it: recommender catalog remove {mid!r}") from None
+                        raise damaged(self.user_path if overlay else self.base_path, e, overlay=overlay) from None
                     origin[mid] = org
             self._models = models
             self._origin = origin
@@ -457,6 +461,13 @@ def _encode(row, cols: list[str]) -> list:
     return [d[c] for c in cols]
 
 
+def _first_line(e: Exception) -> str:
+    for ln in str(e).splitlines():
+        if "impossible architecture" in ln:
+            return ln.strip()[:300]
+    return (str(e).splitlines() or [""])[0][:300]
+
+
 def _sql_str(p: Path) -> str:
     return str(p).replace("'", "''")
 
@@ -541,6 +552,14 @@ class CatalogWriter:
         with self.transaction():
             for spec, variants, paths in items:
                 self._put_model(spec, variants, paths)
+
+    def remove_model(self, model_id: str) -> int:
+        """Delete one model and its variants (one transaction); how many model rows went (0 or 1)."""
+        with self.transaction():
+            n = self.con.execute("SELECT count(*) FROM models WHERE id = ?", [model_id]).fetchone()[0]
+            self.con.execute("DELETE FROM variants WHERE model_id = ?", [model_id])
+            self.con.execute("DELETE FROM models WHERE id = ?", [model_id])
+        return int(n)
 
     def put_scores(self, rows: list[tuple]) -> None:
         with self.transaction():

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Protocol, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from recommender.core.limits import check_spec
 
 # Version of the `--json` layout (docs/json.md): every JSON answer carries it as "schema_version". Bumped when a field
 # changes meaning, moves or goes; adding a field does not bump it.
@@ -65,6 +67,11 @@ class ModelSpec(Strict):
     source_kind: str = ""
     license: Optional[str] = None
     notes: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _possible(self) -> "ModelSpec":
+        """Counts within bounds and an architecture that can exist (recommender/core/limits.py)."""
+        return check_spec(self)
 
     @property
     def name(self) -> str:
