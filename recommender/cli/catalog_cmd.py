@@ -14,7 +14,7 @@ from recommender.core.errors import UserError
 from recommender.core.paths import base_catalog_path, SOURCES_DIR, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms
 from recommender.hardware.profiles import load_profiles, match_profile
-from recommender.catalog.build import build_catalog
+from recommender.catalog.build import build_catalog, check_build_target, remove_stale_build_files
 from recommender.catalog.ingest import discover, from_path
 from recommender.catalog.store import UserCatalog
 from recommender.rank.quality import QualityIndex
@@ -180,7 +180,10 @@ def build(out: Optional[Path] = typer.Option(None, "--out", help="Where to write
           sources: Optional[Path] = typer.Option(None, "--sources", help="Sources folder (default: sources/).")) -> None:
     """Rebuild the catalog (default: the --catalog file, else the shipped catalog.duckdb) from sources/."""
 
-    counts = build_catalog(out or base_catalog_path(state.catalog), sources or SOURCES_DIR)
+    target = out or base_catalog_path(state.catalog)
+    check_build_target(target)
+    remove_stale_build_files(target.parent)
+    counts = build_catalog(target, sources or SOURCES_DIR)
     info(f"built {counts['path']}: {counts['models']} models, {counts['variants']} variants, "
          f"{counts['published_scores']} published scores, {counts['measurements']} measurements")
 

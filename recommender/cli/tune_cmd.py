@@ -54,8 +54,9 @@ def tune_command(
     offload: bool = typer.Option(True, "--offload/--no-offload",
                                  help="Try llama.cpp partial offload (75/50/25 % of the layers on the GPU)."),
     trials: int = typer.Option(100, "--trials", min=1, max=100_000, help="Trials this process runs."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Sampler seed (default 0; with --storage, derived from "
-                                                            "the process id so workers differ)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**32 - 1,
+                                       help="Sampler seed (default 0; with --storage, derived from the process id so "
+                                            "workers differ)."),
     n_startup: int = typer.Option(10, "--startup-trials", min=1, help="Random trials before TPE models the space."),
     measure: bool = typer.Option(False, "--measure", help="Run a real probe per trial (child process) on this "
                                                           "machine; rows are cached in your catalog overlay."),
