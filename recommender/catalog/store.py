@@ -139,6 +139,14 @@ def _same(p: Path, target: Path) -> bool:
         return False
 
 
+def _is_empty(con, alias: str) -> bool:
+    """Whether an attached database holds no table at all."""
+    try:
+        return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = ?", [alias]).fetchone()[0] == 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def _schema_version(con, alias: str = "") -> int:
     prefix = f"{alias}." if alias else ""
     try:
@@ -211,7 +219,16 @@ class Catalog:
                 raise UserError(f"cannot open user catalog {self.user_path}: {str(e).splitlines()[0]}",
                                 hint="move the file away or set RECOMMENDER_USER_CATALOG to another path") from None
             uv = _schema_version(con, "usr")
-            if uv > LATEST_VERSION or uv < 0:
+            if uv < 0 and _is_empty(con, "usr"):
+                # an overlay whose first write was killed before its schema committed: no rows, nothing to read
+                con.execute("DETACH usr")
+                _OPEN_READERS.add(self)
+                return con
+            if uv < 0:
+                con.close()
+                raise UserError(f"user catalog {self.user_path} is not a recommender catalog",
+                                hint="move the file away or set RECOMMENDER_USER_CATALOG to another path")
+            if uv > LATEST_VERSION:
                 con.close()
                 raise UserError(f"user catalog {self.user_path} has an unknown schema (v{uv})",
                                 hint="it was written by a newer recommender; upgrade, or set RECOMMENDER_USER_CATALOG")

@@ -140,6 +140,9 @@ def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
         code = app(args=argv, standalone_mode=False)
     except UserError as e:
         fail(e)
+    except OSError as e:  # the file system refused a path the user gave (name too long, permission, not a folder)
+        what = f"{e.strerror or type(e).__name__}" + (f": {str(e.filename)[:120]}" if e.filename else "")
+        fail(UserError(f"cannot use that path ({what})", hint="check the path and its permissions"))
     except RecursionError as e:  # a hostile input nesting deeper than any parser expects
         fail(UserError(f"input nests too deeply to read ({e})"[:300], hint="check the file you gave"))
     except click.NoArgsIsHelpError as e:  # a bare command group: its help, as Typer prints it
