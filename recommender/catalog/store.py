@@ -232,14 +232,29 @@ class Catalog:
                 con.close()
                 raise UserError(f"user catalog {self.user_path} has an unknown schema (v{uv})",
                                 hint="it was written by a newer recommender; upgrade, or set RECOMMENDER_USER_CATALOG")
-            if uv < LATEST_VERSION:  # older overlay: migrate it (writable), then re-attach read-only
-                con.execute("DETACH usr")
+            con.execute("DETACH usr")  # attached again for each read only (_overlay): a writer is never kept waiting
+            if uv < LATEST_VERSION:  # older overlay: migrate it (writable) now
                 UserCatalog(self.user_path).close()
-                with_lock_retry(self.user_path,
-                                lambda: con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)"))
             self.has_user = True
         _OPEN_READERS.add(self)
         return con
+
+    @contextmanager
+    def _overlay(self, con) -> Iterator[None]:
+        """The overlay attached read-only for one query, then detached: DuckDB holds a file lock for as long as a
+        file is attached, and a `recommend` that kept it for its whole run made concurrent writers wait."""
+        if not self.has_user:
+            yield
+            return
+        with_lock_retry(self.user_path,
+                        lambda: con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)"))
+        try:
+            yield
+        finally:
+            try:
+                con.execute("DETACH usr")
+            except Exception:  # noqa: BLE001 - a failed query may have invalidated the connection
+                pass
 
     def close(self) -> None:
         """Release the files (reads afterwards reopen them). Kept rows (models, variants ...) stay loaded."""
@@ -267,12 +282,15 @@ class Catalog:
         con = self.con
         schemas = (["usr."] if self.has_user else []) + [""]
         out = []
-        for schema in schemas:
-            try:
-                out += con.execute(f"SELECT {columns} FROM {schema}{table} {tail}", params or []).fetchall()
-            except Exception as e:  # noqa: BLE001 - a damaged file passes connect and fails here
-                overlay = schema == "usr."
-                raise damaged(self.user_path if overlay else self.base_path, e, overlay) from None
+        with self._overlay(con):
+            for schema in schemas:
+                try:
+                    out += con.execute(f"SELECT {columns} FROM {schema}{table} {tail}", params or []).fetchall()
+                except UserError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - a damaged file passes connect and fails here
+                    overlay = schema == "usr."
+                    raise damaged(self.user_path if overlay else self.base_path, e, overlay) from None
         if cache is not None:
             cache.put(key, out)
         return out
@@ -429,10 +447,12 @@ class Catalog:
             con = self.con  # opening attaches the overlay when there is one
             if not self.has_user:
                 return []
-            try:
-                return [r[0] for r in con.execute("SELECT value FROM usr.catalog_meta WHERE key = ?", [key]).fetchall()]
-            except Exception as e:  # noqa: BLE001
-                raise damaged(self.user_path, e, overlay=True) from None
+            with self._overlay(con):
+                try:
+                    return [r[0] for r in con.execute("SELECT value FROM usr.catalog_meta WHERE key = ?",
+                                                      [key]).fetchall()]
+                except Exception as e:  # noqa: BLE001
+                    raise damaged(self.user_path, e, overlay=True) from None
         return [r[0] for r in self._rows("value", "catalog_meta", "WHERE key = ?", [key])]
 
 
