@@ -367,6 +367,8 @@ def test_special_files_are_refused_not_read(cli, tmp_path, user_catalog):
     assert_user_error(cli("catalog", "add", str(tmp_path / "config.json")))
     os.mkfifo(tmp_path / "fifo.gguf")
     assert_user_error(cli("catalog", "add", str(tmp_path / "fifo.gguf")))
+    os.mkfifo(tmp_path / "plot.png")
+    assert_user_error(cli("sensitivity", "--vram", "24", "--plot", str(tmp_path / "plot.png")))
     ufifo = tmp_path / "user-fifo.duckdb"
     os.mkfifo(ufifo)
     assert_user_error(cli("--vram", "24", prog="recommend", env={"RECOMMENDER_USER_CATALOG": str(ufifo)}))
@@ -543,6 +545,7 @@ LOW_CASES = [
     (("estimate", "_", "--gpu", "RTX 4090"), "recommender"),
     (("--vram", "24", "--engine", "-"), "recommend"),
     (("probe", "perf", "x" * 300 + ".gguf", "--timeout", "1e309"), "recommender"),
+    (("probe", "accuracy", "m.gguf", "--timeout", "1e309"), "recommender"),
 ]
 
 

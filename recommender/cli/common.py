@@ -101,6 +101,15 @@ def fail(err: UserError) -> None:
     raise SystemExit(err.exit_code)
 
 
+MAX_PROBE_TIMEOUT_S = 7 * 24 * 3600.0  # --timeout of a probe: a week at most (1e309 is inf, and waits forever)
+
+
+def check_output_file(p: Path, what: str) -> None:
+    """An output path that exists must be a regular file: writing to a FIFO blocks forever, to a device worse."""
+    if (p.exists() or p.is_symlink()) and not p.is_file():
+        raise UserError(f"{what} {str(p)!r} exists and is not a regular file", hint="give a new file name")
+
+
 EXIT_CRASH = 3  # an unexpected error (0 ranked, 1 nothing fits, 2 bad input)
 
 

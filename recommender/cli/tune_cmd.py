@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -15,6 +16,7 @@ from recommender.search.tune import run_tune
 from recommender.search.tune_measure import cpu_profile, MeasuredEvaluator, resolve_measured_target
 from recommender.cli.common import (
     budget_title,
+    check_output_file,
     columns_table,
     emit_json,
     info,
@@ -84,6 +86,8 @@ def tune_command(
         raise UserError("--plot draws the Pareto front", hint="add --pareto, or drop --plot")
     if plot and not plot.lower().endswith(".png"):
         raise UserError(f"--plot {plot!r} is not a .png file name", hint="e.g. --plot front.png")
+    if plot:
+        check_output_file(Path(plot).expanduser(), "--plot")
     budget_s = parse_duration_s(budget)
     catalog = open_catalog(catalog_path)
     if seed is None:
