@@ -152,12 +152,9 @@ def _gguf(kv: list[tuple[str, int, object]], n_tensors: int | None = None) -> by
     return raw_gguf(kv, n_tensors=n_tensors)
 
 
-def model_files(t: Tally, n: int, rng: random.Random, tmp: Path) -> None:
+def model_files(t: Tally, n: int, rng: random.Random, tmp: Path, tree: Path) -> None:
     sys.path.insert(0, str(HERE / "tests"))
     from gguf_helpers import ARR, STR, U32, U64, llama_kv  # noqa: PLC0415
-
-    from recommender.catalog.ingest import from_path  # noqa: PLC0415
-    from recommender.core.errors import UserError  # noqa: PLC0415
 
     cases: list[tuple[str, str, bytes]] = []  # (kind, file name, content)
     fixed_cfg = [
@@ -202,28 +199,73 @@ def model_files(t: Tally, n: int, rng: random.Random, tmp: Path) -> None:
             if rng.random() < 0.3:
                 base = base[:rng.randrange(len(base))]
             cases.append((kind, "model.gguf" if kind == "gguf" else "model.safetensors", bytes(base)))
+    todo = []
     for i, (kind, name, content) in enumerate(cases[:n]):
         d = tmp / f"mf{i}"
         d.mkdir()
         if name == "model.safetensors":
             (d / "config.json").write_bytes(good_cfg)
         (d / name).write_bytes(content)
-        target = d if name == "model.safetensors" else d / name
-        box: dict = {}
+        todo.append((kind, str(d if name == "model.safetensors" else d / name)))
+    # in a child process with a memory cap (a reader that builds a 10^9-layer inventory must fail there, not take
+    # the machine), one line per file; a file with no answer within 30 s is a hang and the child is restarted
+    i = 0
+    while i < len(todo):
+        child = subprocess.Popen([sys.executable, "-c", _MF_CHILD, str(tree)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=_cap_memory, cwd=str(tree))
+        child.stdin.write("".join(json.dumps(tt) + "\n" for tt in todo[i:]))
+        child.stdin.close()
+        while i < len(todo):
+            line = _readline(child, 30)
+            if line is None:  # hung, or died (killed by the cap)
+                alive = child.poll() is None
+                child.kill()
+                child.wait()
+                t.add("model files", 1, int(not alive), int(alive), example=f"{todo[i][0]}: "
+                      + ("no answer in 30 s" if alive else f"reader process died ({child.returncode})"))
+                i += 1
+                break
+            res = json.loads(line)
+            t.add("model files", 1, int(res["crash"] is not None), 0, example=res["crash"] or "")
+            i += 1
+        else:
+            child.kill()
+            child.wait()
 
-        def work() -> None:
-            try:
-                from_path(target, "hostile/x" if kind != "gguf" else None)
-                box["ok"] = True
-            except UserError:
-                box["ok"] = False
-            except BaseException as e:  # noqa: BLE001
-                box["crash"] = f"{kind}: {type(e).__name__}: {str(e)[:120]}"
 
-        th = threading.Thread(target=work, daemon=True)
-        th.start()
-        th.join(30)
-        t.add("model files", 1, int("crash" in box), int(th.is_alive()), example=box.get("crash", ""))
+MEMORY_CAP_BYTES = 4 << 30
+
+
+def _cap_memory() -> None:
+    import resource  # noqa: PLC0415
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
+
+
+def _readline(p: subprocess.Popen, timeout: float):
+    box: list = []
+    th = threading.Thread(target=lambda: box.append(p.stdout.readline()), daemon=True)
+    th.start()
+    th.join(timeout)
+    return box[0] if box and box[0] else None
+
+
+_MF_CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from recommender.catalog.ingest import from_path
+from recommender.core.errors import UserError
+for line in sys.stdin:
+    kind, path = json.loads(line)
+    crash = None
+    try:
+        from_path(__import__('pathlib').Path(path), None if kind == 'gguf' else 'hostile/x')
+    except UserError:
+        pass
+    except BaseException as e:
+        crash = f"{kind}: {type(e).__name__}: {str(e)[:120]}"
+    print(json.dumps({"crash": crash}), flush=True)
+"""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -380,7 +422,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hostile-") as tmpdir:
         tmp = Path(tmpdir)
         steps = [("options", lambda: options(t, int(400 * s), rng, tmp)),
-                 ("model files", lambda: model_files(t, int(200 * s), rng, tmp)),
+                 ("model files", lambda: model_files(t, int(200 * s), rng, tmp, tree)),
                  ("special files", lambda: special_files(t, tree, tmp)),
                  ("concurrent writers", lambda: concurrent(t, max(1, int(2 * s)), tree, tmp)),
                  ("kill -9", lambda: kill9(t, max(2, int(10 * s)), rng, tree, tmp)),

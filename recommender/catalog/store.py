@@ -232,29 +232,35 @@ class Catalog:
                 con.close()
                 raise UserError(f"user catalog {self.user_path} has an unknown schema (v{uv})",
                                 hint="it was written by a newer recommender; upgrade, or set RECOMMENDER_USER_CATALOG")
-            con.execute("DETACH usr")  # attached again for each read only (_overlay): a writer is never kept waiting
-            if uv < LATEST_VERSION:  # older overlay: migrate it (writable) now
+            if uv < LATEST_VERSION:  # older overlay: migrate it (writable), then take the snapshot of the new state
+                con.execute("DETACH usr")
                 UserCatalog(self.user_path).close()
+                with_lock_retry(self.user_path,
+                                lambda: con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)"))
+            snap = self._snapshot_overlay()  # while the shared lock is held: no writer is between two pages
+            con.execute("DETACH usr")
+            con.execute(f"ATTACH '{_sql_str(snap)}' AS usr (READ_ONLY)")
             self.has_user = True
         _OPEN_READERS.add(self)
         return con
 
-    @contextmanager
-    def _overlay(self, con) -> Iterator[None]:
-        """The overlay attached read-only for one query, then detached: DuckDB holds a file lock for as long as a
-        file is attached, and a `recommend` that kept it for its whole run made concurrent writers wait."""
-        if not self.has_user:
-            yield
-            return
-        with_lock_retry(self.user_path,
-                        lambda: con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)"))
-        try:
-            yield
-        finally:
-            try:
-                con.execute("DETACH usr")
-            except Exception:  # noqa: BLE001 - a failed query may have invalidated the connection
-                pass
+    def _snapshot_overlay(self) -> Path:
+        """A private copy of the overlay (and its WAL), read for the rest of this Catalog's life. DuckDB locks a
+        file for as long as it is attached: a `recommend` that kept the overlay attached for its whole run made
+        writers wait (and reattaching per query mixed two versions in one answer). The overlay is small."""
+        import shutil  # noqa: PLC0415
+        import tempfile  # noqa: PLC0415
+
+        folder = Path(tempfile.mkdtemp(prefix="recommender-overlay-"))
+        self._snapshot_dir = folder
+        weakref.finalize(self, shutil.rmtree, str(folder), True)
+        snap = folder / "user.duckdb"
+        shutil.copyfile(self.user_path, snap)
+        wal = Path(f"{self.user_path}.wal")
+        if wal.is_file():
+            shutil.copyfile(wal, Path(f"{snap}.wal"))
+        return snap
+
 
     def close(self) -> None:
         """Release the files (reads afterwards reopen them). Kept rows (models, variants ...) stay loaded."""
@@ -262,6 +268,12 @@ class Catalog:
             self._con.close()
             self._con = None
         _OPEN_READERS.discard(self)
+        folder = getattr(self, "_snapshot_dir", None)
+        if folder is not None:
+            import shutil  # noqa: PLC0415
+
+            shutil.rmtree(folder, ignore_errors=True)
+            self._snapshot_dir = None
 
     def _read_cache(self):
         """recommender.catalog.read_cache: rows of earlier runs on the same bytes, or None (cache off)."""
@@ -282,15 +294,12 @@ class Catalog:
         con = self.con
         schemas = (["usr."] if self.has_user else []) + [""]
         out = []
-        with self._overlay(con):
-            for schema in schemas:
-                try:
-                    out += con.execute(f"SELECT {columns} FROM {schema}{table} {tail}", params or []).fetchall()
-                except UserError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - a damaged file passes connect and fails here
-                    overlay = schema == "usr."
-                    raise damaged(self.user_path if overlay else self.base_path, e, overlay) from None
+        for schema in schemas:
+            try:
+                out += con.execute(f"SELECT {columns} FROM {schema}{table} {tail}", params or []).fetchall()
+            except Exception as e:  # noqa: BLE001 - a damaged file passes connect and fails here
+                overlay = schema == "usr."
+                raise damaged(self.user_path if overlay else self.base_path, e, overlay) from None
         if cache is not None:
             cache.put(key, out)
         return out
@@ -447,12 +456,10 @@ class Catalog:
             con = self.con  # opening attaches the overlay when there is one
             if not self.has_user:
                 return []
-            with self._overlay(con):
-                try:
-                    return [r[0] for r in con.execute("SELECT value FROM usr.catalog_meta WHERE key = ?",
-                                                      [key]).fetchall()]
-                except Exception as e:  # noqa: BLE001
-                    raise damaged(self.user_path, e, overlay=True) from None
+            try:
+                return [r[0] for r in con.execute("SELECT value FROM usr.catalog_meta WHERE key = ?", [key]).fetchall()]
+            except Exception as e:  # noqa: BLE001
+                raise damaged(self.user_path, e, overlay=True) from None
         return [r[0] for r in self._rows("value", "catalog_meta", "WHERE key = ?", [key])]
 
 
