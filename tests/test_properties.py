@@ -59,7 +59,7 @@ def _usable(spec) -> None:
         assert v.weights_bytes >= 0 and math.isfinite(v.bits_per_weight)
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=100, **SETTINGS)
 @given(over=st.dictionaries(st.sampled_from(CONFIG_KEYS), JSON_ANY, max_size=6), model_type=MODEL_TYPES,
        drop=st.lists(st.sampled_from(list(BASE_CONFIG)), max_size=2))
 def test_config_parser_accepts_or_refuses_cleanly(over, model_type, drop):
@@ -94,7 +94,7 @@ def _gguf_value():
     )
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=120, **SETTINGS)
 @given(over=st.dictionaries(st.sampled_from(GGUF_KEYS), _gguf_value(), max_size=4),
        lie=st.one_of(st.none(), st.tuples(st.sampled_from(["n_tensors", "n_kv"]),
                                           EDGE_INTS.filter(lambda v: 0 <= v < 2**64))),
@@ -115,7 +115,7 @@ def test_gguf_header_parser_accepts_or_refuses_cleanly(tmp_path_factory, over, l
     _usable(spec)
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=120, **SETTINGS)
 @given(header=st.one_of(JSON_ANY, st.dictionaries(st.text(max_size=5), st.fixed_dictionaries(
            {"dtype": st.sampled_from(["F16", "BF16", "x"]), "shape": st.lists(st.integers(-2, 8), max_size=3),
             "data_offsets": st.one_of(st.lists(NUMBERS, max_size=3), JSON_ANY)}), max_size=3)),
@@ -184,7 +184,7 @@ def _clean(code: int, err: str) -> None:
         assert sum(ln.startswith("hint:") for ln in lines) == 1, err
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(opts=st.dictionaries(st.sampled_from(sorted(OPTIONS)), HOSTILE_TEXT, min_size=1, max_size=4),
        as_json=st.booleans())
 def test_recommend_options_never_crash(in_process_env, opts, as_json):
@@ -197,7 +197,7 @@ def test_recommend_options_never_crash(in_process_env, opts, as_json):
         json.loads(out)
 
 
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=20, **SETTINGS)
 @given(model=HOSTILE_TEXT, opts=st.dictionaries(st.sampled_from(["--quant", "--context", "--gpu", "--batch",
                                                                  "--engine", "--kv-dtype"]), HOSTILE_TEXT,
                                                 max_size=3))
