@@ -1,8 +1,9 @@
 """Run one probe in a child process with a timeout; a crash, an OOM kill or a hang becomes a failed result.
 
-Parent: ``run_probe(job)`` starts ``python -m evaluators.worker`` with the job as JSON on stdin and reads one JSON
-result from its stdout. Child (:func:`child_main`): samples memory in a thread (GPU: NVML used memory of the device;
-always: peak RSS), loads the engine, warms up, runs the repeats, and reports raw per-repeat timings.
+Parent: ``run_probe(job)`` starts the ``evaluators.worker`` module (isolated from the cwd: evaluators/spawn.py)
+with the job as JSON on stdin and reads one JSON result from its stdout. Child (:func:`child_main`): samples memory
+in a thread (GPU: NVML used memory of the device; always: peak RSS), loads the engine, warms up, runs the repeats,
+and reports raw per-repeat timings.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from evaluators.base import (
     repeat_metrics,
     RequestShape,
 )
+from evaluators.spawn import worker_argv, worker_env
 
 NVML_SAMPLE_S = 0.01  # memory sampling period (10 ms)
 STDERR_TAIL_CHARS = 2000
@@ -70,9 +72,9 @@ def _describe_exit(rc: int, stderr: str) -> str:
 
 def run_probe(job: ProbeJob, timeout_s: float = 600.0, env: Optional[dict[str, str]] = None) -> ProbeResult:
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "evaluators.worker"]
+    cmd = worker_argv("evaluators.worker")  # isolated from the cwd (evaluators/spawn.py)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})}, start_new_session=True)
+                            env=worker_env(env), start_new_session=True)
     try:
         out, err = proc.communicate(job.model_dump_json(), timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -48,3 +48,49 @@ def write_gguf(path: Path, s, quant: str) -> None:
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Raw GGUF bytes, for hostile headers the gguf package refuses to write (counts of 2^32, wrong value types ...)
+# ------------------------------------------------------------------------------------------------------------------
+U32, I32, F32, BOOL, STR, ARR, U64 = 4, 5, 6, 7, 8, 9, 10
+
+
+def _gguf_value(vtype: int, value) -> bytes:
+    import struct
+
+    if vtype == STR:
+        b = value.encode() if isinstance(value, str) else value
+        return struct.pack("<Q", len(b)) + b
+    if vtype == ARR:
+        sub, items, count = value if len(value) == 3 else (*value, None)
+        body = b"".join(_gguf_value(sub, v) for v in items)
+        return struct.pack("<IQ", sub, len(items) if count is None else count) + body
+    return struct.pack({U32: "<I", I32: "<i", F32: "<f", BOOL: "<?", U64: "<Q"}[vtype], value)
+
+
+def raw_gguf(kv: list[tuple[str, int, object]], tensors: tuple = (), n_tensors: int | None = None,
+             n_kv: int | None = None, version: int = 3) -> bytes:
+    """A GGUF header with exactly these key/values (key, GGUF type, value) and tensor infos
+    (name, shape, ggml type, offset); counts can be overridden to lie."""
+    import struct
+
+    out = [b"GGUF", struct.pack("<IQQ", version, len(tensors) if n_tensors is None else n_tensors,
+                                len(kv) if n_kv is None else n_kv)]
+    for key, vtype, value in kv:
+        out += [_gguf_value(STR, key), struct.pack("<I", vtype), _gguf_value(vtype, value)]
+    for name, shape, ttype, offset in tensors:
+        out += [_gguf_value(STR, name), struct.pack("<I", len(shape)), b"".join(struct.pack("<Q", d) for d in shape),
+                struct.pack("<IQ", ttype, offset)]
+    data = b"".join(out)
+    return data + b"\0" * ((-len(data)) % 32)
+
+
+def llama_kv(**over) -> list[tuple[str, int, object]]:
+    """The keys of a tiny llama GGUF (no tensors); ``over`` replaces values: block_count=(U32, 2**32 - 1)."""
+    base = {"general.architecture": (STR, "llama"), "general.name": (STR, "tiny-raw"),
+            "llama.block_count": (U32, 2), "llama.embedding_length": (U32, 64), "llama.feed_forward_length": (U32, 96),
+            "llama.attention.head_count": (U32, 4), "llama.attention.head_count_kv": (U32, 2),
+            "llama.context_length": (U32, 256), "llama.vocab_size": (U32, 32)}
+    base.update(over)
+    return [(k, t, v) for k, (t, v) in base.items() if t is not None]

@@ -217,7 +217,7 @@ def test_reads_are_cached_between_runs_and_follow_every_write(cli, tmp_path, use
     env = {"RECOMMENDER_CACHE": str(tmp_path / "cache")}
     first = cli("--vram", "24", "--json", prog="recommend", env=env)
     assert first.code == 0, first.err
-    cached = list((tmp_path / "cache" / "catalog-reads").glob("*.pickle"))
+    cached = list((tmp_path / "cache" / "catalog-reads").glob("*.json"))
     assert len(cached) == 1
 
     def warm() -> tuple[str, str]:
@@ -240,7 +240,7 @@ def test_reads_are_cached_between_runs_and_follow_every_write(cli, tmp_path, use
     assert r.code == 0, r.err
     assert r.json()["counts"]["models"] == first.json()["counts"]["models"] + 2  # the new models are ranked
 
-    cached[0].write_bytes(b"not a pickle")  # a broken cache is rebuilt, never trusted
+    cached[0].write_bytes(b"not a cache file")  # a broken cache is rebuilt, never trusted
     again = cli("--vram", "24", "--json", prog="recommend", env=env)
     assert again.code == 0, again.err
     off = cli("--vram", "24", "--json", prog="recommend", env={**env, "RECOMMENDER_CATALOG_CACHE": "off"})
@@ -260,14 +260,14 @@ def test_read_cache_folder_keeps_only_recently_used_pairs(cli, tmp_path):
     now = time.time()
     others = []
     for i in range(MAX_FILES + 3):  # other pairs used 1..19 hours ago
-        f = folder / f"other{i:02d}.pickle"
+        f = folder / f"other{i:02d}.json"
         f.write_bytes(b"x")
         os.utime(f, (now - 3600 * (i + 1),) * 2)
         others.append(f)
-    month_old = folder / "month-old.pickle"
+    month_old = folder / "month-old.json"
     month_old.write_bytes(b"x")
     os.utime(month_old, (now - MAX_AGE_S - 60,) * 2)
-    dead_tmp = folder / ".abc.pickle.123.tmp"
+    dead_tmp = folder / ".abc.json.123.tmp"
     dead_tmp.write_bytes(b"x")
     os.utime(dead_tmp, (now - 2 * 3600,) * 2)
 

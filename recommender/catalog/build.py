@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 
 from recommender.core.errors import UserError
@@ -184,3 +185,38 @@ def build_catalog(out_path: Path, sources: Path) -> dict:
     return {"models": len(models), "variants": sum(len(v) for _, v, _ in items), "published_scores": len(scores),
             "measurements": len(measurements),
             "model_quality": len(model_quality), "quant_quality": len(quant_quality), "path": str(out_path)}
+
+
+STALE_BUILD_S = 3600  # a temporary file of a build killed an hour ago or more
+
+
+def check_build_target(out_path: Path) -> None:
+    """`catalog build --out` writes only where a catalog may go: an existing folder, and a path that is absent or
+    already a DuckDB file (the build replaces it; anything else there is the user's and is kept)."""
+    out_path = Path(out_path)
+    if not out_path.parent.is_dir():
+        raise UserError(f"folder {out_path.parent} does not exist", hint="create it first, or give another --out")
+    if out_path.exists() or out_path.is_symlink():
+        if not out_path.is_file():
+            raise UserError(f"{out_path} exists and is not a regular file", hint="give a .duckdb file path for --out")
+        with open(out_path, "rb") as fh:
+            head = fh.read(12)
+        if head[8:12] != b"DUCK":
+            raise UserError(f"{out_path} exists and is not a DuckDB catalog: not replacing it",
+                            hint="move it away, or give another --out")
+
+
+def remove_stale_build_files(folder: Path, now: Optional[float] = None) -> list[Path]:
+    """Temporary files (``.catalog-*.duckdb`` and their ``.wal``) that a killed build left in ``folder``."""
+    import time  # noqa: PLC0415
+
+    now = time.time() if now is None else now
+    gone = []
+    for p in Path(folder).glob(".catalog-*.duckdb*"):
+        try:
+            if p.is_file() and now - p.stat().st_mtime > STALE_BUILD_S:
+                p.unlink()
+                gone.append(p)
+        except OSError:
+            continue
+    return gone

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import struct
 from pathlib import Path
 from typing import Optional
@@ -31,13 +32,26 @@ def _id_for_folder(folder: Path) -> str:
     return f"local/{folder.name}"
 
 
+CONFIG_MAX_BYTES = 16 * 1024 * 1024  # a config.json is a few KB; a larger "config" is not read
+
+
 def read_config(path: Path) -> dict:
+    path = Path(path)
     try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block the read forever
+            raise UserError(f"{path} is not a regular file", hint="give the model's config.json file")
+        if st.st_size > CONFIG_MAX_BYTES:
+            raise UserError(f"{path} is {st.st_size:,} bytes, too large for a config.json",
+                            hint="give the model's config.json as published with its weights")
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read {path}: {e}", hint="check the path and permissions") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})",
+                        hint="give the model's config.json as published with its weights") from None
+    except RecursionError:
+        raise UserError(f"{path} nests too deeply to be a model config",
                         hint="give the model's config.json as published with its weights") from None
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a model config (a JSON object is expected)",
@@ -55,19 +69,47 @@ def safetensors_bytes(folder: Path) -> Optional[int]:
         return None
     total = 0
     for f in files:
-        try:
-            with f.open("rb") as fh:
-                (n,) = struct.unpack("<Q", fh.read(8))
-                if n <= 0 or n > SAFETENSORS_MAX_HEADER:
-                    raise ValueError("bad header length")
-                header = json.loads(fh.read(n))
-        except (OSError, ValueError, struct.error) as e:
-            raise UserError(f"{f} is not a valid safetensors file ({e})",
-                            hint="the file may be truncated; download it again") from None
-        for k, v in header.items():
-            if k != "__metadata__":
-                start, end = v["data_offsets"]
-                total += end - start
+        total += _safetensors_file_bytes(f)
+    return total
+
+
+def _safetensors_file_bytes(f: Path) -> int:
+    """One file's tensor bytes from its header, every entry checked (safetensors format: 8-byte little-endian
+    header length, a JSON object of name -> {dtype, shape, data_offsets: [begin, end]} relative to the data)."""
+    def bad(why: str) -> UserError:
+        return UserError(f"{f} is not a valid safetensors file ({why})",
+                         hint="the file may be truncated or not safetensors; download it again")
+
+    try:
+        st = f.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO named model.safetensors would block the read forever
+            raise bad("not a regular file")
+        with f.open("rb") as fh:
+            (n,) = struct.unpack("<Q", fh.read(8))
+            if n <= 0 or n > SAFETENSORS_MAX_HEADER or 8 + n > st.st_size:
+                raise ValueError("bad header length")
+            header = json.loads(fh.read(n))
+    except UserError:
+        raise
+    except RecursionError:
+        raise bad("the header nests too deeply") from None
+    except (OSError, ValueError, struct.error) as e:
+        raise bad(str(e)[:200]) from None
+    if not isinstance(header, dict):
+        raise bad(f"the header is a JSON {type(header).__name__}, not an object")
+    data_bytes = st.st_size - 8 - n
+    total = 0
+    for k, v in header.items():
+        if k == "__metadata__":
+            continue
+        offs = v.get("data_offsets") if isinstance(v, dict) else None
+        if not (isinstance(offs, list) and len(offs) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in offs)):
+            raise bad(f"tensor {k[:80]!r} has no [begin, end] data_offsets")
+        start, end = offs
+        if not 0 <= start <= end <= data_bytes:
+            raise bad(f"tensor {k[:80]!r} data_offsets {offs} fall outside the file's {data_bytes:,} data bytes")
+        total += end - start
     return total
 
 
@@ -144,10 +186,42 @@ def from_path(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, li
     raise UserError(f"don't know how to read {path}", hint="give a config.json, an HF model folder or a .gguf file")
 
 
+DISCOVER_MAX_DEPTH = 32  # folders below the one given (an HF cache: models--Org--Name/snapshots/<rev> is 3)
+DISCOVER_MAX_ENTRIES = 200_000  # directory entries looked at
+
+
 def discover(directory: Path) -> list[Path]:
-    """Every model under a folder: folders holding a config.json, and .gguf files."""
+    """Every model under a folder: folders holding a config.json, and .gguf files (regular files only; symlinked
+    folders are not followed; at most DISCOVER_MAX_DEPTH levels deep, iteratively: no recursion limit to hit)."""
+    import os  # noqa: PLC0415
+
     directory = Path(directory)
     if not directory.is_dir():
         raise UserError(f"not a folder: {directory}", hint="give a folder that holds model folders or .gguf files")
-    found = sorted({p.parent for p in directory.rglob("config.json")} | set(directory.rglob("*.gguf")))
-    return found
+    found: set[Path] = set()
+    stack = [(directory, 0)]
+    seen = 0
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable folder: nothing found there
+        seen += len(entries)
+        if seen > DISCOVER_MAX_ENTRIES:
+            raise UserError(f"{directory} holds more than {DISCOVER_MAX_ENTRIES:,} files and folders",
+                            hint="give the folder that holds the models themselves")
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if depth + 1 > DISCOVER_MAX_DEPTH:
+                        raise UserError(f"{directory} nests folders more than {DISCOVER_MAX_DEPTH} levels deep",
+                                        hint="give the folder that holds the models themselves")
+                    stack.append((Path(e.path), depth + 1))
+                elif e.name == "config.json":
+                    found.add(folder)
+                elif e.name.lower().endswith(".gguf") and e.is_file():
+                    found.add(Path(e.path))
+            except OSError:
+                continue
+    return sorted(found)

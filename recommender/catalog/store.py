@@ -9,6 +9,10 @@ transaction, so a failure leaves the file as it was.
 from __future__ import annotations
 
 import json
+import os
+import stat
+import time
+import weakref
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +40,111 @@ def _duckdb():
     import duckdb  # noqa: PLC0415  (deferred: keeps `--help` fast)
 
     return duckdb
+
+
+# -- opening DuckDB files: one place for the lock wait, special files, foreign code and damaged files ----------------
+# Another process holding the file (a writer, or a reader while this one writes) is waited for, with a bounded retry:
+# DuckDB takes an exclusive OS lock for a writable connection and a shared one for a read-only one, and fails at once.
+LOCK_WAIT_S = 15.0  # default total wait for another process's lock (RECOMMENDER_LOCK_WAIT_S overrides)
+LOCK_RETRY_FIRST_S = 0.02  # first pause between tries; doubles up to LOCK_RETRY_MAX_S
+LOCK_RETRY_MAX_S = 0.25
+_LOCK_MARKERS = ("could not set lock", "conflicting lock")
+# Catalogs of this process with a connection open: a writer of a file one of them has attached read-only closes
+# that connection first (DuckDB refuses a second, writable handle on a file this process holds: "Unique file handle
+# conflict"); the Catalog reopens on its next read and then sees the new rows.
+_OPEN_READERS: "weakref.WeakSet[Catalog]" = weakref.WeakSet()
+
+
+def lock_wait_s() -> float:
+    try:
+        v = float(os.environ.get("RECOMMENDER_LOCK_WAIT_S", LOCK_WAIT_S))
+    except ValueError:
+        return LOCK_WAIT_S
+    return min(max(v, 0.0), 3600.0) if v == v else LOCK_WAIT_S  # NaN: the default
+
+
+def _is_lock_error(e: Exception) -> bool:
+    return any(m in str(e).lower() for m in _LOCK_MARKERS)
+
+
+def with_lock_retry(what: Path, fn):
+    """``fn()``, retried while another process holds ``what``'s lock, for at most :func:`lock_wait_s` seconds."""
+    budget = lock_wait_s()
+    t0 = time.monotonic()
+    pause = LOCK_RETRY_FIRST_S
+    while True:
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001 - duckdb.IOException; anything else is re-raised at once
+            if not _is_lock_error(e):
+                raise
+            waited = time.monotonic() - t0
+            if waited >= budget:
+                raise UserError(f"catalog {what} is busy (another recommender process has it open); "
+                                f"retried for {waited:.0f} s",
+                                hint="wait for the other command to finish, or raise RECOMMENDER_LOCK_WAIT_S "
+                                     f"(now {budget:g} s)") from None
+            time.sleep(min(pause, max(0.0, budget - waited)))
+            pause = min(pause * 2, LOCK_RETRY_MAX_S)
+
+
+def check_regular_file(path: Path, what: str) -> None:
+    """Refuse a path that exists but is not a regular file (a folder, a FIFO, /dev/zero): reading one hangs or
+    fails deep inside DuckDB."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UserError(f"cannot read {what} {path}: {e.strerror}", hint="check the path and its permissions") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise UserError(f"{what} {path} is {kind}", hint="give the path of a .duckdb catalog file")
+
+
+def _connect(path: Path, read_only: bool):
+    duckdb = _duckdb()
+    # no extension is installed or loaded behind the user's back (an `md:` or `s3://` path would fetch one)
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    return with_lock_retry(path, lambda: duckdb.connect(str(path), read_only=read_only, config=config))
+
+
+def damaged(path: Path, e: Exception, overlay: bool) -> UserError:
+    """The one line for a catalog file DuckDB (or the records in it) cannot read: which file, and what to do."""
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+    if overlay:
+        hint = (f"move {path} away (it holds your added models and probe rows) or set RECOMMENDER_USER_CATALOG; "
+                "a new overlay is created on the next write")
+    else:
+        hint = f"rebuild it with `recommender catalog build --out {path}` or reinstall the shipped catalog"
+    return UserError(f"catalog file {path} is damaged or unreadable ({type(e).__name__}: {first})", hint=hint)
+
+
+def _release_readers(path: Path) -> None:
+    """Close this process's read connections that hold ``path`` (see ``_OPEN_READERS``)."""
+    try:
+        target = path.resolve()
+    except OSError:
+        return
+    for cat in list(_OPEN_READERS):
+        paths = [cat.base_path] + ([cat.user_path] if cat.user_path else [])
+        if any(_same(p, target) for p in paths):
+            cat.close()
+
+
+def _same(p: Path, target: Path) -> bool:
+    try:
+        return p.resolve() == target
+    except OSError:
+        return False
+
+
+def _is_empty(con, alias: str) -> bool:
+    """Whether an attached database holds no table at all."""
+    try:
+        return con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = ?", [alias]).fetchone()[0] == 0
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _schema_version(con, alias: str = "") -> int:
@@ -78,12 +187,16 @@ class Catalog:
         return self._con
 
     def _open(self):
-        duckdb = _duckdb()
+        check_regular_file(self.base_path, "catalog")
         if not self.base_path.is_file():
             raise UserError(f"catalog file not found: {self.base_path}",
                             hint="run `recommender catalog build`, or pass --catalog PATH / set RECOMMENDER_CATALOG")
+        if self.user_path:
+            check_regular_file(self.user_path, "user catalog")
         try:
-            con = duckdb.connect(str(self.base_path), read_only=True)
+            con = _connect(self.base_path, read_only=True)
+        except UserError:
+            raise
         except Exception as e:  # noqa: BLE001
             raise UserError(f"cannot open catalog {self.base_path}: {str(e).splitlines()[0]}",
                             hint="the file is not a DuckDB catalog; rebuild it with `recommender catalog build`") from None
@@ -96,27 +209,71 @@ class Catalog:
         self.has_user = False
         if self.user_path and self.user_path.is_file():
             try:
-                con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)")
+                with_lock_retry(self.user_path,
+                                lambda: con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)"))
+            except UserError:
+                con.close()
+                raise
             except Exception as e:  # noqa: BLE001
                 con.close()
                 raise UserError(f"cannot open user catalog {self.user_path}: {str(e).splitlines()[0]}",
                                 hint="move the file away or set RECOMMENDER_USER_CATALOG to another path") from None
             uv = _schema_version(con, "usr")
-            if uv > LATEST_VERSION or uv < 0:
+            if uv < 0 and _is_empty(con, "usr"):
+                # an overlay whose first write was killed before its schema committed: no rows, nothing to read
+                con.execute("DETACH usr")
+                _OPEN_READERS.add(self)
+                return con
+            if uv < 0:
+                con.close()
+                raise UserError(f"user catalog {self.user_path} is not a recommender catalog",
+                                hint="move the file away or set RECOMMENDER_USER_CATALOG to another path")
+            if uv > LATEST_VERSION:
                 con.close()
                 raise UserError(f"user catalog {self.user_path} has an unknown schema (v{uv})",
                                 hint="it was written by a newer recommender; upgrade, or set RECOMMENDER_USER_CATALOG")
-            if uv < LATEST_VERSION:  # older overlay: migrate it (writable), then re-attach read-only
+            if uv < LATEST_VERSION:  # older overlay: migrate it (writable), then take the snapshot of the new state
                 con.execute("DETACH usr")
                 UserCatalog(self.user_path).close()
-                con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)")
+                with_lock_retry(self.user_path,
+                                lambda: con.execute(f"ATTACH '{_sql_str(self.user_path)}' AS usr (READ_ONLY)"))
+            snap = self._snapshot_overlay()  # while the shared lock is held: no writer is between two pages
+            con.execute("DETACH usr")
+            con.execute(f"ATTACH '{_sql_str(snap)}' AS usr (READ_ONLY)")
             self.has_user = True
+        _OPEN_READERS.add(self)
         return con
 
+    def _snapshot_overlay(self) -> Path:
+        """A private copy of the overlay (and its WAL), read for the rest of this Catalog's life. DuckDB locks a
+        file for as long as it is attached: a `recommend` that kept the overlay attached for its whole run made
+        writers wait (and reattaching per query mixed two versions in one answer). The overlay is small."""
+        import shutil  # noqa: PLC0415
+        import tempfile  # noqa: PLC0415
+
+        folder = Path(tempfile.mkdtemp(prefix="recommender-overlay-"))
+        self._snapshot_dir = folder
+        weakref.finalize(self, shutil.rmtree, str(folder), True)
+        snap = folder / "user.duckdb"
+        shutil.copyfile(self.user_path, snap)
+        wal = Path(f"{self.user_path}.wal")
+        if wal.is_file():
+            shutil.copyfile(wal, Path(f"{snap}.wal"))
+        return snap
+
+
     def close(self) -> None:
+        """Release the files (reads afterwards reopen them). Kept rows (models, variants ...) stay loaded."""
         if self._con is not None:
             self._con.close()
             self._con = None
+        _OPEN_READERS.discard(self)
+        folder = getattr(self, "_snapshot_dir", None)
+        if folder is not None:
+            import shutil  # noqa: PLC0415
+
+            shutil.rmtree(folder, ignore_errors=True)
+            self._snapshot_dir = None
 
     def _read_cache(self):
         """recommender.catalog.read_cache: rows of earlier runs on the same bytes, or None (cache off)."""
@@ -138,7 +295,11 @@ class Catalog:
         schemas = (["usr."] if self.has_user else []) + [""]
         out = []
         for schema in schemas:
-            out += con.execute(f"SELECT {columns} FROM {schema}{table} {tail}", params or []).fetchall()
+            try:
+                out += con.execute(f"SELECT {columns} FROM {schema}{table} {tail}", params or []).fetchall()
+            except Exception as e:  # noqa: BLE001 - a damaged file passes connect and fails here
+                overlay = schema == "usr."
+                raise damaged(self.user_path if overlay else self.base_path, e, overlay) from None
         if cache is not None:
             cache.put(key, out)
         return out
@@ -150,7 +311,15 @@ class Catalog:
             origin: dict[str, str] = {}
             for mid, spec_json, org in self._rows("id, spec_json, origin", "models", "ORDER BY id"):
                 if mid not in models:  # overlay rows come first and win
-                    models[mid] = ModelSpec.model_validate_json(spec_json)
+                    try:
+                        models[mid] = ModelSpec.model_validate_json(spec_json)
+                    except ValueError as e:  # a flipped byte in a stored record, or an impossible architecture
+                        overlay = org == "user" and self.user_path is not None
+                        if overlay and "impossible architecture" in str(e):
+                            raise UserError(f"model {mid!r} in your overlay {self.user_path} is invalid: "
+                                            f"{_first_line(e)}",
+                                            hint=f"remove it: recommender catalog remove {mid!r}") from None
+                        raise damaged(self.user_path if overlay else self.base_path, e, overlay=overlay) from None
                     origin[mid] = org
             self._models = models
             self._origin = origin
@@ -314,7 +483,12 @@ class Catalog:
         return out
 
     def meta(self) -> dict[str, str]:
-        return dict(self.con.execute("SELECT key, value FROM catalog_meta").fetchall())
+        try:
+            return dict(self.con.execute("SELECT key, value FROM catalog_meta").fetchall())
+        except UserError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise damaged(self.base_path, e, overlay=False) from None
 
     def meta_values(self, key: str, user_only: bool = False) -> list[str]:
         """One meta key's values, the user overlay's first (e.g. machine calibrations before the shipped one);
@@ -323,7 +497,10 @@ class Catalog:
             con = self.con  # opening attaches the overlay when there is one
             if not self.has_user:
                 return []
-            return [r[0] for r in con.execute("SELECT value FROM usr.catalog_meta WHERE key = ?", [key]).fetchall()]
+            try:
+                return [r[0] for r in con.execute("SELECT value FROM usr.catalog_meta WHERE key = ?", [key]).fetchall()]
+            except Exception as e:  # noqa: BLE001
+                raise damaged(self.user_path, e, overlay=True) from None
         return [r[0] for r in self._rows("value", "catalog_meta", "WHERE key = ?", [key])]
 
 
@@ -369,6 +546,13 @@ def _encode(row, cols: list[str]) -> list:
     return [d[c] for c in cols]
 
 
+def _first_line(e: Exception) -> str:
+    for ln in str(e).splitlines():
+        if "impossible architecture" in ln:
+            return ln.strip()[:300]
+    return (str(e).splitlines() or [""])[0][:300]
+
+
 def _sql_str(p: Path) -> str:
     return str(p).replace("'", "''")
 
@@ -386,13 +570,22 @@ class CatalogWriter:
     def __init__(self, path: Path, origin: str) -> None:
         self.path = Path(path)
         self.origin = origin
-        duckdb = _duckdb()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_writable_path(self.path)
+        check_regular_file(self.path, "catalog")
         try:
-            self.con = duckdb.connect(str(self.path))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"cannot create the folder of catalog {self.path}: {e.strerror}",
+                            hint="check the path and its permissions, or set RECOMMENDER_USER_CATALOG") from None
+        _release_readers(self.path)  # this process's own read-only handle would refuse the writable one
+        try:
+            self.con = _connect(self.path, read_only=False)
+        except UserError:
+            raise
         except Exception as e:  # noqa: BLE001
             raise UserError(f"cannot open catalog {self.path} for writing: {str(e).splitlines()[0]}",
-                            hint="check the path and its permissions, or set RECOMMENDER_USER_CATALOG") from None
+                            hint="the file may be damaged or not a DuckDB file: move it away, or set "
+                                 "RECOMMENDER_USER_CATALOG to another path") from None
         version = _schema_version(self.con)
         if version > LATEST_VERSION:
             self.con.close()
@@ -445,6 +638,14 @@ class CatalogWriter:
             for spec, variants, paths in items:
                 self._put_model(spec, variants, paths)
 
+    def remove_model(self, model_id: str) -> int:
+        """Delete one model and its variants (one transaction); how many model rows went (0 or 1)."""
+        with self.transaction():
+            n = self.con.execute("SELECT count(*) FROM models WHERE id = ?", [model_id]).fetchone()[0]
+            self.con.execute("DELETE FROM variants WHERE model_id = ?", [model_id])
+            self.con.execute("DELETE FROM models WHERE id = ?", [model_id])
+        return int(n)
+
     def put_scores(self, rows: list[tuple]) -> None:
         with self.transaction():
             self.con.executemany("INSERT INTO published_scores VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
@@ -477,6 +678,23 @@ class CatalogWriter:
         with self.transaction():
             for k, v in items.items():
                 self.con.execute("INSERT OR REPLACE INTO catalog_meta VALUES (?, ?)", [k, v])
+
+
+def check_writable_path(path: Path) -> None:
+    """A catalog to write must be a file path DuckDB keeps on disk: not ':memory:' (nothing would be kept), not a
+    remote or extension path ('md:', 's3://'), and no component longer than the file system allows."""
+    s = str(path)
+    if s == ":memory:" or s.startswith(":memory:") or (":" in s.split("/")[0] and not os.path.isabs(s)) \
+            or "://" in s:
+        raise UserError(f"catalog path {s!r} is not a file on this machine",
+                        hint="set RECOMMENDER_USER_CATALOG to a file path, e.g. ~/.local/share/llm-recommender/user.duckdb")
+    try:
+        name_max = os.pathconf(path.parent if path.parent.exists() else "/", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    if any(len(os.fsencode(part)) > name_max for part in path.parts):
+        raise UserError(f"catalog path {s[:80]}... has a name longer than {name_max} bytes",
+                        hint="use a shorter file name")
 
 
 class UserCatalog(CatalogWriter):

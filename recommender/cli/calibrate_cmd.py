@@ -18,7 +18,7 @@ from recommender.predict.fit import refit_hardware
 from recommender.catalog.store import UserCatalog
 from recommender.probes.local_models import smollm2_gguf
 from recommender.probes.perf import resolve_target, run_perf_probe
-from recommender.cli.common import emit_json, info, open_catalog, stderr_console
+from recommender.cli.common import emit_json, info, MAX_PROBE_TIMEOUT_S, open_catalog, stderr_console
 
 
 def calibrate_command(
@@ -33,7 +33,8 @@ def calibrate_command(
     prompt_tokens: int = typer.Option(256, "--prompt-tokens", min=1),
     output_tokens: int = typer.Option(32, "--output-tokens", min=2),
     repeats: int = typer.Option(3, "--repeats", min=1, max=20),
-    timeout: float = typer.Option(600.0, "--timeout", min=5, help="Seconds before a probe is killed."),
+    timeout: float = typer.Option(600.0, "--timeout", min=5, max=MAX_PROBE_TIMEOUT_S,
+                                 help="Seconds before a probe is killed."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Measure this machine briefly and refit its calibration terms; `recommend`/`estimate` then show ᶜ figures."""

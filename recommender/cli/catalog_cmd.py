@@ -14,13 +14,13 @@ from recommender.core.errors import UserError
 from recommender.core.paths import base_catalog_path, SOURCES_DIR, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms
 from recommender.hardware.profiles import load_profiles, match_profile
-from recommender.catalog.build import build_catalog
+from recommender.catalog.build import build_catalog, check_build_target, remove_stale_build_files
 from recommender.catalog.ingest import discover, from_path
 from recommender.catalog.store import UserCatalog
 from recommender.rank.quality import QualityIndex
 from recommender.probes.perf import bandwidth_share
-from recommender.cli.common import (check_one_format, emit_csv_dicts, emit_json, info, LEGEND, mark, open_catalog,
-                                     state, stdout_console)
+from recommender.cli.common import (bold_lead, check_one_format, emit_csv_dicts, emit_json, info, LEGEND, mark,
+                                     open_catalog, state, stdout_console)
 
 app = typer.Typer(help="The model catalog: shipped models plus the ones you add.", no_args_is_help=True)
 
@@ -85,10 +85,10 @@ def show(model: str = typer.Argument(..., help="HF id or a unique part of its na
         emit_json(data)
         return
     con = stdout_console()
-    con.print(f"[bold]{spec.id}[/] — {spec.architecture}, {_human_params(spec.params_total)} parameters"
-              + (f" ({_human_params(spec.params_active)} active)" if spec.is_moe else "")
-              + f", {spec.num_layers} layers, {spec.num_attention_heads} heads / {spec.num_kv_heads} KV heads, "
-                f"max context {spec.max_position_embeddings}", highlight=False)
+    con.print(bold_lead(spec.id, f" — {spec.architecture}, {_human_params(spec.params_total)} parameters"
+                        + (f" ({_human_params(spec.params_active)} active)" if spec.is_moe else "")
+                        + f", {spec.num_layers} layers, {spec.num_attention_heads} heads / {spec.num_kv_heads} KV "
+                          f"heads, max context {spec.max_position_embeddings}"), highlight=False)
     con.print(f"source: {spec.source} ({spec.source_kind})", highlight=False)
     t = Table(title="variants", caption=LEGEND)
     for col in ("quant", "weights", "bits/weight", "provenance", "ppl ratio", "zh acc", "en acc"):
@@ -133,16 +133,24 @@ def refresh(directory: Path = typer.Argument(..., help="Folder holding model fol
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Add or update every model found under a folder, in one transaction."""
 
-    items, skipped = [], []
+    items, skipped, where = [], [], {}
     for p in discover(directory):
         try:
-            items.append(from_path(p))
-        except UserError as e:
+            item = from_path(p)
+        except Exception as e:  # noqa: BLE001 - one unreadable model must not stop --skip-bad (OSError, ...)
+            msg = e.message if isinstance(e, UserError) else f"cannot read it ({type(e).__name__}: {e})"[:300]
             if not skip_bad:
-                raise UserError(f"{e.message} (nothing was added)",
-                                hint=f"fix or remove {p}, or pass --skip-bad") from None
-            skipped.append({"path": str(p), "error": e.message})
-            info(f"skipped {p}: {e.message}")
+                raise UserError(f"{msg} (nothing was added)", hint=f"fix or remove {p}, or pass --skip-bad") from None
+            skipped.append({"path": str(p), "error": msg})
+            info(f"skipped {p}: {msg}")
+            continue
+        mid = item[0].id
+        if mid in where:  # two folders, one id: the later one would silently replace the earlier in one write
+            skipped.append({"path": str(p), "error": f"same id {mid} as {where[mid]}"})
+            info(f"skipped {p}: it has the same id {mid} as {where[mid]} (add it with `catalog add PATH --id ...`)")
+            continue
+        where[mid] = p
+        items.append(item)
     if items:
         with UserCatalog(user_catalog_path()) as w:
             w.put_models(items)
@@ -153,12 +161,35 @@ def refresh(directory: Path = typer.Argument(..., help="Folder holding model fol
         info(f"{len(items)} models added or updated, {len(skipped)} skipped")
 
 
+@app.command("remove")
+def remove(model: str = typer.Argument(..., help="Id of a model in your overlay (exact id, as `catalog list` shows)."),
+           as_json: bool = typer.Option(False, "--json")) -> None:
+    """Remove one model (its variants and catalog row) from your overlay; shipped models cannot be removed, and
+    measured rows of it are kept."""
+    n = 0
+    if user_catalog_path().is_file():
+        with UserCatalog(user_catalog_path()) as w:
+            n = w.remove_model(model)
+    if not n:
+        raise UserError(f"no model {model!r} in your overlay {user_catalog_path()}",
+                        hint="give the exact id as `recommender catalog list` shows it (origin: user); "
+                             "shipped models cannot be removed")
+    out = {"removed": model, "user_catalog": str(user_catalog_path())}
+    if as_json:
+        emit_json(out)
+    else:
+        info(f"removed {model} from {user_catalog_path()}")
+
+
 @app.command("build")
 def build(out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the shipped file)."),
           sources: Optional[Path] = typer.Option(None, "--sources", help="Sources folder (default: sources/).")) -> None:
     """Rebuild the catalog (default: the --catalog file, else the shipped catalog.duckdb) from sources/."""
 
-    counts = build_catalog(out or base_catalog_path(state.catalog), sources or SOURCES_DIR)
+    target = out or base_catalog_path(state.catalog)
+    check_build_target(target)
+    remove_stale_build_files(target.parent)
+    counts = build_catalog(target, sources or SOURCES_DIR)
     info(f"built {counts['path']}: {counts['models']} models, {counts['variants']} variants, "
          f"{counts['published_scores']} published scores, {counts['measurements']} measurements")
 

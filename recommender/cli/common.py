@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import typer
@@ -11,7 +13,7 @@ from pydantic import BaseModel
 
 from recommender.core.errors import UserError
 from recommender.core.records import JSON_SCHEMA_VERSION
-from recommender.core.paths import base_catalog_path, user_catalog_path
+from recommender.core.paths import base_catalog_path, cache_root, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms
 from recommender.catalog.store import Catalog
 
@@ -24,15 +26,24 @@ PIPE_WIDTH = 200
 
 
 def stdout_console():
+    """Rich console for tables. Markup is off: model names come from files (a GGUF's general.name, --id) and a
+    '[/]' in one must print as itself, not crash the renderer; styles go through ``bold_lead`` / Text."""
     from rich.console import Console  # noqa: PLC0415
 
-    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
+    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else PIPE_WIDTH, markup=False)
 
 
 def stderr_console():
     from rich.console import Console  # noqa: PLC0415
 
-    return Console(stderr=True)
+    return Console(stderr=True, markup=False)
+
+
+def bold_lead(lead: str, rest: str):
+    """'<b>lead</b>rest' as a Rich Text (markup is off on our consoles)."""
+    from rich.text import Text  # noqa: PLC0415
+
+    return Text.assemble((lead, "bold"), rest)
 
 
 def emit_json(data: Any) -> None:
@@ -131,6 +142,42 @@ def fail(err: UserError) -> None:
     raise SystemExit(err.exit_code)
 
 
+MAX_PROBE_TIMEOUT_S = 7 * 24 * 3600.0  # --timeout of a probe: a week at most (1e309 is inf, and waits forever)
+
+
+def check_output_file(p: Path, what: str) -> None:
+    """An output path that exists must be a regular file: writing to a FIFO blocks forever, to a device worse."""
+    if (p.exists() or p.is_symlink()) and not p.is_file():
+        raise UserError(f"{what} {str(p)!r} exists and is not a regular file", hint="give a new file name")
+
+
+EXIT_CRASH = 3  # an unexpected error (0 ranked, 1 nothing fits, 2 bad input)
+
+
+def crash(e: BaseException) -> None:
+    """Write the traceback to a file under the cache folder, print one line saying where, exit EXIT_CRASH."""
+    import tempfile  # noqa: PLC0415
+    import traceback  # noqa: PLC0415
+
+    text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    where = None
+    for folder in (cache_root() / "crashes", Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, name = tempfile.mkstemp(prefix="recommender-crash-", suffix=".txt", dir=folder)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(f"argv: {sys.argv!r}\n{text}")
+            where = name
+            break
+        except OSError:
+            continue
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    sys.stderr.write(f"internal error: {type(e).__name__}: {first}\n")
+    sys.stderr.write(f"hint: this is a bug; the traceback is in {where or '(could not be written)'} — "
+                     "please report it with that file\n")
+    raise SystemExit(EXIT_CRASH) from None
+
+
 def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
     """Run a Typer app; user errors — ours and the command line's (unknown option, value out of range, missing
     argument) — become one `error:` line and one `hint:` line and exit 2, never a traceback."""
@@ -143,6 +190,11 @@ def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
         code = app(args=argv, standalone_mode=False)
     except UserError as e:
         fail(e)
+    except OSError as e:  # the file system refused a path the user gave (name too long, permission, not a folder)
+        what = f"{e.strerror or type(e).__name__}" + (f": {str(e.filename)[:120]}" if e.filename else "")
+        fail(UserError(f"cannot use that path ({what})", hint="check the path and its permissions"))
+    except RecursionError as e:  # a hostile input nesting deeper than any parser expects
+        fail(UserError(f"input nests too deeply to read ({e})"[:300], hint="check the file you gave"))
     except click.NoArgsIsHelpError as e:  # a bare command group: its help, as Typer prints it
         e.show()
         raise SystemExit(e.exit_code) from None
@@ -153,6 +205,13 @@ def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
     except typer.Abort:
         sys.stderr.write("aborted\n")
         raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        raise SystemExit(130) from None
+    except (SystemExit, typer.Exit):
+        raise
+    except Exception as e:  # noqa: BLE001 - a bug: one line, the traceback in a file, its own exit code
+        crash(e)
     # standalone_mode=False returns the exit code of typer.Exit / ctx.exit, or the command's own return value
     raise SystemExit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
 

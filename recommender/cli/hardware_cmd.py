@@ -9,7 +9,7 @@ from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes
 from recommender.hardware import profiles as hw
 from recommender.hardware.multi import local_machine
-from recommender.cli.common import check_one_format, emit_csv_dicts, emit_json, stdout_console
+from recommender.cli.common import bold_lead, check_one_format, emit_csv_dicts, emit_json, stdout_console
 
 
 def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
@@ -47,7 +47,7 @@ def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on
         emit_json(data)
         return
     con = stdout_console()
-    con.print(f"[bold]GPU[/]: {host.gpu_status}", highlight=False)
+    con.print(bold_lead("GPU", f": {host.gpu_status}"), highlight=False)
     for g in host.gpus:
         bw = "?" if g.memory_bandwidth_bytes_per_s is None else f"{g.memory_bandwidth_bytes_per_s / 1e9:.0f} GB/s"
         con.print(f"  [{g.index}] {g.name}: {fmt_bytes(g.memory_total_bytes)} total, "
@@ -69,9 +69,9 @@ def hardware_command(as_json: bool = typer.Option(False, "--json", help="JSON on
             con.print(f"[bold]multi-GPU[/]: {len(host.gpus)} GPUs, not plannable together: {e.message}",
                       highlight=False)
     c = host.cpu
-    con.print(f"[bold]CPU[/]: {c.model} ({c.arch}), {c.physical_cores} cores / {c.logical_cores} threads; "
-              f"ISA: {', '.join(c.flags) or 'none of interest'}", highlight=False)
-    con.print(f"[bold]RAM[/]: {fmt_bytes(host.ram_total_bytes)} total"
-              + (f", {fmt_bytes(host.ram_available_bytes)} available" if host.ram_available_bytes else ""),
+    con.print(bold_lead("CPU", f": {c.model} ({c.arch}), {c.physical_cores} cores / {c.logical_cores} threads; "
+                               f"ISA: {', '.join(c.flags) or 'none of interest'}"), highlight=False)
+    con.print(bold_lead("RAM", f": {fmt_bytes(host.ram_total_bytes)} total"
+                        + (f", {fmt_bytes(host.ram_available_bytes)} available" if host.ram_available_bytes else "")),
               highlight=False)
     con.print(f"fingerprint {host.fingerprint} · {host.os} · Python {host.python}", highlight=False)

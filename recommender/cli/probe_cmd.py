@@ -17,7 +17,7 @@ from recommender.catalog.store import UserCatalog
 from recommender.probes.accuracy import items as I, probe as P
 from recommender.probes.perf import resolve_target, run_perf_probe
 from recommender.probes.serve import parse_slo, run_serve_probe, ServeSettings
-from recommender.cli.common import emit_json, info, open_catalog, stderr_console
+from recommender.cli.common import emit_json, info, MAX_PROBE_TIMEOUT_S, open_catalog, stderr_console
 
 app = typer.Typer(help="Measure engines on this machine; rows go to your catalog overlay.", no_args_is_help=True)
 
@@ -42,7 +42,8 @@ def perf(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
                                            help="Let transformers run Python code shipped in the model folder "
                                                 "(needed by some architectures; only for folders you trust)."),
-    timeout: float = typer.Option(600.0, "--timeout", min=5, help="Seconds before the probe is killed."),
+    timeout: float = typer.Option(600.0, "--timeout", min=5, max=MAX_PROBE_TIMEOUT_S,
+                                 help="Seconds before the probe is killed."),
     save: bool = typer.Option(True, "--save/--no-save", help="Write the row to your catalog overlay."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
@@ -220,7 +221,8 @@ def accuracy(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
                                            help="Let transformers run Python code shipped in the model folder "
                                                 "(only for folders you trust)."),
-    timeout: float = typer.Option(3600.0, "--timeout", min=5, help="Seconds before a probe is killed."),
+    timeout: float = typer.Option(3600.0, "--timeout", min=5, max=MAX_PROBE_TIMEOUT_S,
+                                 help="Seconds before a probe is killed."),
     save: bool = typer.Option(True, "--save/--no-save", help="Write the rows to your catalog overlay."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:

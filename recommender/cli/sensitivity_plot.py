@@ -16,6 +16,7 @@ from typing import Optional
 
 from recommender.core.errors import UserError
 from recommender.search.sensitivity import CriterionSensitivity, Point, Sensitivity
+from recommender.cli.common import check_output_file
 
 PLOT_FORMATS = (".png", ".html")
 
@@ -27,6 +28,7 @@ def check_plot_path(path: str) -> Path:
                         hint="name a .png file (the chart) or a .html file (chart and tables, self-contained)")
     if not p.parent.is_dir():
         raise UserError(f"--plot {path!r}: folder {str(p.parent)!r} does not exist", hint="create it first")
+    check_output_file(p, "--plot")
     import importlib.util  # noqa: PLC0415
 
     if importlib.util.find_spec("matplotlib") is None:

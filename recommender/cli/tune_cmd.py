@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -15,6 +16,7 @@ from recommender.search.tune import run_tune, Slo
 from recommender.search.tune_measure import cpu_profile, MeasuredEvaluator, resolve_measured_target
 from recommender.cli.common import (
     budget_title,
+    check_output_file,
     columns_table,
     emit_json,
     info,
@@ -62,8 +64,9 @@ def tune_command(
     offload: bool = typer.Option(True, "--offload/--no-offload",
                                  help="Try llama.cpp partial offload (75/50/25 % of the layers on the GPU)."),
     trials: int = typer.Option(100, "--trials", min=1, max=100_000, help="Trials this process runs."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Sampler seed (default 0; with --storage, derived from "
-                                                            "the process id so workers differ)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**32 - 1,
+                                       help="Sampler seed (default 0; with --storage, derived from the process id so "
+                                            "workers differ)."),
     n_startup: int = typer.Option(10, "--startup-trials", min=1, help="Random trials before TPE models the space."),
     measure: bool = typer.Option(False, "--measure", help="Run a real probe per trial (child process) on this "
                                                           "machine; rows are cached in your catalog overlay."),
@@ -91,6 +94,8 @@ def tune_command(
         raise UserError("--plot draws the Pareto front", hint="add --pareto, or drop --plot")
     if plot and not plot.lower().endswith(".png"):
         raise UserError(f"--plot {plot!r} is not a .png file name", hint="e.g. --plot front.png")
+    if plot:
+        check_output_file(Path(plot).expanduser(), "--plot")
     budget_s = parse_duration_s(budget)
     slo = None
     if slo_ttft or slo_tpot:

@@ -9,6 +9,9 @@ from typing import Iterable, Mapping
 from recommender.core.errors import UserError
 
 
+MIN_SUBSTRING_CHARS = 2  # a one-character name is matched exactly or not at all
+
+
 def _norm(s: str) -> str:
     return s.strip().lower()
 
@@ -35,8 +38,10 @@ def resolve(name: str, choices: Iterable[str], kind: str, aliases: Mapping[str, 
         tail.setdefault(_norm(c.rsplit("/", 1)[-1]), []).append(c)
     if key in tail and len(tail[key]) == 1:
         return tail[key][0]
-    sub = [c for c in choices if key in _norm(c.rsplit("/", 1)[-1])]
-    sub += [v for a, v in aliases.items() if key in a and v not in sub]
+    sub: list[str] = []
+    if len(key) >= MIN_SUBSTRING_CHARS and any(ch.isalnum() for ch in key):  # '_' or '-' designates nothing
+        sub = [c for c in choices if key in _norm(c.rsplit("/", 1)[-1])]
+        sub += [v for a, v in aliases.items() if key in a and v not in sub]
     if len(sub) == 1:
         return sub[0]
     if len(sub) > 1:

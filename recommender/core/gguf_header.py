@@ -13,6 +13,16 @@ from typing import Any, Optional
 
 ALIGNMENT = 32  # GGUF default alignment (gguf.GGUF_DEFAULT_ALIGNMENT), when a file has no general.alignment key
 
+# Bounds on the counts a header declares (a 9 KB file can claim 2^64 tensors): far above real files (~2,000 tensors,
+# ~50 keys, a 262,144-token vocabulary), checked before anything of that size is built (check_counts).
+MAX_TENSORS = 1 << 17
+MAX_KV = 1 << 16
+MAX_ARRAY_LEN = 1 << 25  # items of one array (tokenizer merges ~10^6)
+MAX_KEPT_ARRAY_LEN = 1 << 16  # items of an array turned into a Python list (per-layer values); longer: skipped
+MAX_DIMS = 8  # GGML_MAX_DIMS is 4
+MAX_STRING_BYTES = 1 << 28
+MAX_ALIGNMENT = 1 << 16
+
 
 class GgufHeader:
     """Metadata and tensor infos of a GGUF file, read without touching the tensor data."""
@@ -43,6 +53,12 @@ _GGUF_NP = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4"
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
 
+def check_count(what: str, n: int, limit: int) -> None:
+    """A count read from the file, refused (ValueError) when larger than any real file has."""
+    if n > limit:
+        raise ValueError(f"{what} {n:,} exceeds the limit of {limit:,}")
+
+
 def read_header(path: Path, keep_arrays: Any = None) -> GgufHeader:
     """Parse a GGUF header (v2/v3, little-endian) fast. Arrays are skipped (value None) unless ``keep_arrays(key)``
     is true. gguf.GGUFReader makes one numpy object per array item: seconds for a 150k-token vocab; this takes
@@ -66,7 +82,7 @@ def read_header(path: Path, keep_arrays: Any = None) -> GgufHeader:
         def string() -> str:
             nonlocal pos
             n = unpack("<Q")
-            if pos + n > size:
+            if n > MAX_STRING_BYTES or pos + n > size:
                 raise ValueError("string past the end of the file")
             v = mm[pos:pos + n].decode("utf-8", "replace")
             pos += n
@@ -84,6 +100,8 @@ def read_header(path: Path, keep_arrays: Any = None) -> GgufHeader:
         if version not in (2, 3):
             raise ValueError(f"unsupported GGUF version {version}")
         n_tensors, n_kv = unpack("<Q"), unpack("<Q")
+        check_count("tensor count", n_tensors, MAX_TENSORS)
+        check_count("metadata key count", n_kv, MAX_KV)
         kv: dict[str, tuple[Any, int, Optional[int]]] = {}
         lengths: dict[str, int] = {}
         for _ in range(n_kv):
@@ -93,8 +111,9 @@ def read_header(path: Path, keep_arrays: Any = None) -> GgufHeader:
                 kv[key] = (string(), vtype, None)
             elif vtype == _GGUF_ARRAY:
                 sub, count = unpack("<I"), unpack("<Q")
+                check_count(f"{key}: array length", count, MAX_ARRAY_LEN)
                 lengths[key] = count
-                keep = keep_arrays is not None and keep_arrays(key)
+                keep = keep_arrays is not None and keep_arrays(key) and count <= MAX_KEPT_ARRAY_LEN
                 if sub == _GGUF_STRING:
                     if keep:
                         kv[key] = ([string() for _ in range(count)], vtype, sub)
@@ -103,6 +122,8 @@ def read_header(path: Path, keep_arrays: Any = None) -> GgufHeader:
                         kv[key] = (None, vtype, sub)
                 elif sub in _GGUF_NP:
                     width = np.dtype(_GGUF_NP[sub]).itemsize
+                    if pos + width * count > size:
+                        raise ValueError(f"{key}: array past the end of the file")
                     if keep:
                         arr = np.frombuffer(mm, dtype=_GGUF_NP[sub], count=count, offset=pos)
                         kv[key] = ((arr.astype(bool) if sub == 7 else arr).tolist(), vtype, sub)
@@ -122,10 +143,13 @@ def read_header(path: Path, keep_arrays: Any = None) -> GgufHeader:
         for _ in range(n_tensors):
             name = string()
             n_dims = unpack("<I")
+            check_count(f"{name}: dimension count", n_dims, MAX_DIMS)
             shape = tuple(unpack("<Q") for _ in range(n_dims))
             ttype = unpack("<I")
             offset = unpack("<Q")
             tensors.append((name, shape, ttype, offset))
-        alignment = int(kv.get("general.alignment", (ALIGNMENT,))[0])
+        alignment = kv.get("general.alignment", (ALIGNMENT,))[0]
+        if not isinstance(alignment, int) or isinstance(alignment, bool) or not 1 <= alignment <= MAX_ALIGNMENT:
+            raise ValueError(f"general.alignment {alignment!r} is not a positive integer up to {MAX_ALIGNMENT}")
         data_offset = pos + (-pos) % alignment
     return GgufHeader(kv, tensors, data_offset, alignment, size, version, lengths)

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 import re
 from typing import Any, Literal, Optional, Protocol, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from recommender.core.limits import check_spec
 
 from recommender.core.errors import UserError
 
@@ -90,6 +92,11 @@ class ModelSpec(Strict):
     # What the weights were trained for (sources/configs/sources.csv `checkpoint`, else sources/quality/models.csv
     # `kind`, else the name: recommender.core.records.checkpoint_from_name); None for a spec read before it existed.
     checkpoint: Optional[Checkpoint] = None
+
+    @model_validator(mode="after")
+    def _possible(self) -> "ModelSpec":
+        """Counts within bounds and an architecture that can exist (recommender/core/limits.py)."""
+        return check_spec(self)
 
     @property
     def name(self) -> str:

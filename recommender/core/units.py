@@ -89,9 +89,10 @@ def parse_duration_s(text: str | float | int, what: str = "--budget") -> float:
 def parse_tokens(text: str | int, what: str = "--context") -> int:
     """Parse '4096', '4K', '32k', '128K' into a token count (K = 1024, as model cards use it)."""
     raw = str(text).strip()
-    m = re.match(r"^\s*([0-9]+)\s*([kK]?)\s*$", raw)
+    m = re.match(r"^\s*([0-9]{1,12})\s*([kK]?)\s*$", raw)  # 12 digits: beyond any context, a length guard
     if not m:
-        raise UserError(f"cannot read {what} value {raw!r}", hint="use a token count such as 4096 or 32K")
+        shown = raw if len(raw) <= 40 else f"{raw[:40]}... ({len(raw)} characters)"
+        raise UserError(f"cannot read {what} value {shown!r}", hint="use a token count such as 4096 or 32K")
     n = int(m.group(1)) * (1024 if m.group(2) else 1)
     if n <= 0 or n > 16 * 1024 * 1024:
         raise UserError(f"{what} {raw!r} is out of range", hint="use a token count between 1 and 16M")

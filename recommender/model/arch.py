@@ -15,6 +15,7 @@ not parameters and weigh at most a few hundred bytes; ``spec_from_gguf`` skips t
 
 from __future__ import annotations
 
+import math
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from recommender.core.errors import UserError
 from recommender.core.gguf_header import read_header
+from recommender.core.limits import check_config, guard_parse
 from recommender.core.records import ModelSpec, TensorInfo
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -85,14 +87,17 @@ def _first(d: dict, *keys: str, default: Any = None) -> Any:
 
 
 def _as_int(value: Any, key: str, model_id: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or int(value) != value or value < 0:
         raise _bad(f"config for {model_id}: {key} must be a non-negative integer, got {value!r}")
     return int(value)
 
 
+@guard_parse("config.json")
 def spec_from_config(config: dict, model_id: str, source: str = "", source_kind: str = "",
                      license: Optional[str] = None, notes: Optional[str] = None) -> ModelSpec:
     """Parse a Hugging Face ``config.json`` dict into a ModelSpec (text model only for multimodal wrappers)."""
+    check_config(config, model_id)  # depth, finite numbers, bounds (recommender/core/limits.py)
     if not isinstance(config, dict):
         raise _bad(f"config for {model_id} is not a JSON object (got {type(config).__name__})")
     text = config.get("text_config")
@@ -481,6 +486,7 @@ def _read_gguf(path: str | os.PathLike) -> tuple[GgufFileInfo, Any]:
                         tensor_count=len(tensors), tensors=tensors), header
 
 
+@guard_parse("the GGUF header")
 def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
     """Read a .gguf header and return (ModelSpec, GgufFileInfo). Raises UserError on a bad / truncated file."""
     info, header = _read_gguf(path)

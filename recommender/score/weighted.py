@@ -74,6 +74,9 @@ def parse_weights(text: Optional[str], method: str = DEFAULT_NORMALIZATION) -> d
             if w < 0 or math.isnan(w) or math.isinf(w):
                 raise UserError(f"weight {key}={val} must be a finite number >= 0", hint="e.g. latency=0.3")
             weights[key] = w
+    top = max(weights.values())
+    if top > 0:  # scaled by the largest first: latency=1e308,vram=1e308 must not sum to inf (every score NaN)
+        weights = {k: v / top for k, v in weights.items()}
     total = sum(weights.values())
     if total <= 0:
         raise UserError("all weights are zero", hint="give at least one positive weight, e.g. latency=1")

@@ -443,6 +443,7 @@ def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, f
         kwargs: dict[str, Any] = {}
         if storage.startswith("sqlite"):
             kwargs = {"connect_args": {"timeout": 60}}
+            check_sqlite_storage(storage)
         for attempt in range(SCHEMA_RETRIES):
             try:
                 store = optuna.storages.RDBStorage(storage, engine_kwargs=kwargs)
@@ -674,9 +675,41 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
     return result
 
 
+OPTUNA_TABLES = {"studies", "trials", "alembic_version", "version_info"}
+
+
+def check_sqlite_storage(url: str) -> None:
+    """A sqlite --storage must be a new file or an Optuna study file: Optuna would add its tables to any database."""
+    import sqlite3  # noqa: PLC0415
+
+    path = url.split("///", 1)[1].split("?", 1)[0] if "///" in url else ""
+    if not path or path == ":memory:" or not os.path.exists(path):
+        return
+    if not os.path.isfile(path):
+        raise UserError(f"--storage {path} is not a regular file", hint="give e.g. sqlite:///tune.db")
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise UserError(f"--storage {path} is not a SQLite database ({e})",
+                        hint="give a new file or one an earlier `tune --storage` made") from None
+    if tables and not tables & OPTUNA_TABLES:
+        raise UserError(f"--storage {path} is a SQLite database of something else ({len(tables)} tables, no Optuna "
+                        "study): not adding tables to it", hint="give a new file, e.g. sqlite:///tune.db")
+
+
 def _redact(url: Optional[str]) -> Optional[str]:
-    """A storage URL without its password (results and logs are shared)."""
-    if not url or "@" not in url or "://" not in url:
+    """A storage URL without its password (results and logs are shared): user:password@ and ?password=..."""
+    if not url or "://" not in url:
+        return url
+    if "?" in url:
+        import re  # noqa: PLC0415
+
+        url = re.sub(r"(?i)([?&](?:password|passwd|pwd|secret|token)=)[^&]*", r"\1***", url)
+    if "@" not in url.split("?", 1)[0]:
         return url
     scheme, rest = url.split("://", 1)
     creds, host = rest.rsplit("@", 1)

@@ -16,9 +16,10 @@ from typing import Optional
 
 
 from recommender.core.errors import UserError
-from recommender.core.paths import ROOT, SOURCES_DIR
+from recommender.core.paths import SOURCES_DIR
 from recommender.core.records import AccuracyRow, PerplexityRow
 from evaluators.accuracy_job import VLLM_ACCURACY_SEQS, AccuracyJob, AccuracyResult
+from evaluators.spawn import worker_argv, worker_env
 from recommender.model.arch import spec_from_config, spec_from_gguf
 from recommender.model.quant import gguf_file_quant
 from recommender.predict.analytical import kv_cache_bytes
@@ -76,14 +77,16 @@ def resolve(model_or_file: str, engine: Optional[str], catalog, model_id: Option
 
 
 def run_job(job, timeout_s: float, echo: bool = True):
-    """Run the job in `python -m evaluators.accuracy_worker`; its stderr is echoed live (progress)."""
+    """Run the job in the ``evaluators.accuracy_worker`` module, isolated from the cwd (evaluators/spawn.py); its
+    stderr is echoed live (progress). Both pipes are read by threads, so the timeout is a wall-clock bound whatever
+    the child prints or holds open."""
 
     t0 = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "evaluators.accuracy_worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    proc = subprocess.Popen(worker_argv("evaluators.accuracy_worker"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env(),
                             start_new_session=True)
     tail: list[str] = []
+    chunks: list[str] = []
 
     def pump() -> None:
         for line in proc.stderr:  # type: ignore[union-attr]
@@ -93,18 +96,27 @@ def run_job(job, timeout_s: float, echo: bool = True):
                 sys.stderr.write(line)
                 sys.stderr.flush()
 
+    def collect() -> None:
+        chunks.append(proc.stdout.read())  # type: ignore[union-attr]
+
     th = threading.Thread(target=pump, daemon=True)
     th.start()
+    th_out = threading.Thread(target=collect, daemon=True)
+    th_out.start()
     try:
-        proc.stdin.write(job.model_dump_json())  # type: ignore[union-attr]
-        proc.stdin.close()  # type: ignore[union-attr]
-        out = proc.stdout.read()  # type: ignore[union-attr]
-        proc.wait(timeout=max(1.0, timeout_s - (time.perf_counter() - t0)))
+        try:
+            proc.stdin.write(job.model_dump_json())  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+        except BrokenPipeError:
+            pass  # the child died before reading its job: its exit code says why
+        proc.wait(timeout=max(0.1, timeout_s - (time.perf_counter() - t0)))
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         return AccuracyResult(status="failed", failure_reason=f"timed out after {timeout_s:.0f} s",
                               wall_s=time.perf_counter() - t0)
+    th_out.join(timeout=5)
+    out = "".join(chunks)
     th.join(timeout=5)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
