@@ -1,7 +1,5 @@
-"""Layer 8, searching the space: tune (Optuna over configurations, predicted or measured per trial) and
-sensitivity (how much the ranking hangs on the weights)."""
+"""Layer 6, searching and reporting on the space: tune (Optuna over configurations, predicted or measured per trial),
+sensitivity (how much the ranking hangs on the weights) and report (the data of `recommend --report`). The package
+face names its modules without importing them: `recommend --report` needs report and sensitivity, not tune."""
 
-from recommender.search.sensitivity import sensitivity
-from recommender.search.tune import run_tune
-
-__all__ = ["run_tune", "sensitivity"]
+__all__ = ["report", "sensitivity", "tune"]
