@@ -278,6 +278,9 @@ class Catalog:
     def _read_cache(self):
         """recommender.catalog.read_cache: rows of earlier runs on the same bytes, or None (cache off)."""
         if self._cache_writes != _WRITES:
+            check_regular_file(self.base_path, "catalog")  # a FIFO or device is refused, cached rows or not
+            if self.user_path:
+                check_regular_file(self.user_path, "user catalog")
 
             user = self.user_path if self.user_path and self.user_path.is_file() else None
             self._cache = ReadCache.open(self.base_path, user, LATEST_VERSION)
