@@ -390,7 +390,7 @@ def test_hardware_lists_every_gpu_and_the_machine(monkeypatch, capsys):
     fake.nvmlDeviceGetMaxPcieLinkGeneration = lambda h: 5
     fake.nvmlDeviceGetMaxPcieLinkWidth = lambda h: 16
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    hardware_command(as_json=False, profiles=False)
+    hardware_command(as_json=False, profiles=False, as_csv=False)
     out = capsys.readouterr().out
     assert "[0] NVIDIA H200" in out and "[1] NVIDIA H200" in out and "PCIe 5.0 x16" in out
     assert "multi-GPU" in out and "2x NVIDIA H200" in out
