@@ -23,7 +23,10 @@ from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
 
 
-class Estimate(Strict):
+class RunShape(Strict):
+    """The configuration a figure is for: model, quantization, engine, hardware and the run's shape (the leading
+    fields of both the analytical Estimate and the Predictor's Prediction)."""
+
     model: str
     quant: str
     engine: str
@@ -34,6 +37,9 @@ class Estimate(Strict):
     output_tokens: int
     kv_dtype: str
     gpu_layers: Optional[int] = None  # repeating layers on the GPU (llama.cpp partial offload); None = every layer
+
+
+class Estimate(RunShape):
     weights_bytes: int  # the whole variant (file size of the tensors)
     weights_gpu_bytes: int  # resident on the GPU
     host_weights_bytes: int  # kept in host RAM (llama.cpp: token embeddings; with partial offload the host layers)

@@ -26,10 +26,10 @@ from typing import Callable, Optional, Union
 
 from pydantic import Field, computed_field
 
-from recommender.core.records import Figure, HardwareProfile, Measurement, ModelSpec, Provenance, Strict, Variant
+from recommender.core.records import Figure, HardwareProfile, Measurement, ModelSpec, Provenance, Variant
 from recommender.hardware.multi import MultiGpu
 from recommender.hardware.profiles import hardware_key
-from recommender.predict.analytical import Estimate, estimate
+from recommender.predict.analytical import Estimate, RunShape, estimate
 from recommender.predict.calibrated import Calibrator, load_calibrator
 from recommender.predict.split import DeviceShare, SplitEstimate, SplitPlan, estimate_split
 
@@ -67,19 +67,9 @@ class Config:
     split: Optional[SplitPlan] = None  # spread over the Predictor's multi-GPU machine; None = one GPU
 
 
-class Prediction(Strict):
+class Prediction(RunShape):
     """The figures of one configuration on one hardware profile, and the analytical terms behind them."""
 
-    model: str
-    quant: str
-    engine: str
-    hardware: str
-    context_tokens: int
-    batch: int
-    prompt_tokens: int
-    output_tokens: int
-    kv_dtype: str
-    gpu_layers: Optional[int] = None
     figures: dict[str, Figure]
     analysis: Estimate = Field(exclude=True, repr=False)  # the analytical estimate behind the figures
     basis: dict[str, str]
@@ -295,11 +285,8 @@ class Predictor:
             fields.update(split=split.plan, link=split.link, devices=split.devices)
         # model_construct: every field comes from validated records (no second validation pass over ~1,300
         # candidates: recommend's cold start matters)
-        return record.model_construct(
-            model=est.model, quant=est.quant, engine=est.engine, hardware=est.hardware,
-            context_tokens=est.context_tokens, batch=est.batch, prompt_tokens=est.prompt_tokens,
-            output_tokens=est.output_tokens, kv_dtype=est.kv_dtype, gpu_layers=est.gpu_layers, figures=figs,
-            analysis=est, basis=basis, notes=est.notes, **fields)
+        return record.model_construct(**{k: getattr(est, k) for k in RunShape.model_fields}, figures=figs,
+                                      analysis=est, basis=basis, notes=est.notes, **fields)
 
 
 def split_bandwidth(est: SplitEstimate, machine: MultiGpu) -> float:
