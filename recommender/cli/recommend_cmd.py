@@ -10,13 +10,13 @@ from recommender.core.paths import user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
-from recommender.probes.verify import verify_top
-from recommender.search.report import report_data
 from recommender.cli.common import (
     budget_title,
     engine_label,
     check_one_format,
+    check_report_path,
     columns_table,
+    deferred,
     emit_csv,
     emit_json,
     info,
@@ -26,7 +26,6 @@ from recommender.cli.common import (
     run_app,
     stdout_console,
 )
-from recommender.cli.report_html import check_report_path, write_report
 from recommender.cli.query_opts import (build_query, INCLUDE_BASE_HELP, no_fit_hint, NORM_HELP, NormOpt,
                                         query_options, QueryOptions)
 
@@ -62,7 +61,8 @@ def recommend_command(
     rec = recommend(catalog, q)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
     if report_path is not None:
-        write_report(rec, report_data(catalog, q), report_path, notes + rec.notes)
+        deferred("recommender.cli.report_html").write_report(
+            rec, deferred("recommender.search.report").report_data(catalog, q), report_path, notes + rec.notes)
         info(f"wrote {report_path}")
     checked = _verify(rec, catalog, local_weights or [], verify_timeout) if verify and rec.candidates else None
     if as_csv:
@@ -153,7 +153,8 @@ def _verify(rec, catalog, weights: list[str], timeout_s: float):
         info(f"verifying #{v.rank} {v.model} {v.quant} {v.engine} batch {v.batch} ctx {fmt_tokens(v.context_tokens)}"
              f" with {v.weights}{' (synthetic weights)' if v.synthetic else ''} ...")
 
-    checked = verify_top(rec, catalog, weights, timeout_s=timeout_s, progress=progress)
+    checked = deferred("recommender.probes.verify").verify_top(rec, catalog, weights, timeout_s=timeout_s,
+                                                                progress=progress)
     rows = [v.row for v in checked if v.row is not None]
     catalog.close()  # the overlay is attached read-only to this connection: release it before writing
     if rows:
