@@ -10,8 +10,13 @@ For each GPU: fit the family table (recommender.predict.reference.fit_families) 
 from its most specific family that still has a fit (its backend when it was its family's only GPU), and compare with
 what was published or measured. Families: recommender.predict.analytical.speed_family. A report, not a test.
 
-    python bench/gpu_loo.py            # the tables (markdown)
-    python bench/gpu_loo.py --write    # also fit on every GPU and write recommender/predict/family_speeds.py
+It also fits and checks the scalar llama.cpp terms measured on particular rows (quantized KV cache, MoE, batched
+decode: kv_quant_fit, moe_fit, batched_fit) and prints the batched-decode rows against the prediction.
+
+    python bench/gpu_loo.py            # the tables (markdown), with the shipped constants
+    python bench/gpu_loo.py --write    # also fit on every GPU and write recommender/predict/family_speeds.py: the
+                                       # family table and FITTED_TERMS (the one place their values live; constants.py
+                                       # names them with units and sources)
 """
 
 from __future__ import annotations
@@ -205,8 +210,7 @@ def batched_fit(profiles) -> tuple[float, int]:
 
 
 def batched_check(profiles) -> list[tuple]:
-    """(source, gpu, model, quant, batch, prompt, measured step ms, predicted TPOT ms, predicted batch-as-roofline ms)
-    for every batched row; the last column is estimate-v2's max(memory, compute) at that batch, for comparison."""
+    """(source, gpu, model, quant, batch, prompt, measured step ms, predicted TPOT ms) for every batched row."""
     out = []
     for src, spec, quant, hw, b, prompt, gen, ms in batched_rows(profiles):
         out.append((src, hw.name, spec.id, quant, b, prompt, ms, _batched_tpot(spec, quant, hw, b, prompt, gen)))

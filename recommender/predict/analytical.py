@@ -339,8 +339,9 @@ def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: Ha
       vector rate);
     - above 8, MMQ computes every column at the prompt rate (the family's prefill MFU x the MMQ rate), 2 x matmul
       params / that rate per column.
-    The column time adds to the memory time rather than hiding behind it (a roofline max): measured steps grow from
-    batch 1 by about this time at every batch (H200 and DGX Spark batched-bench rows; bench/gpu_loo.py)."""
+    A profile without an FP32 figure takes the MMQ term at every batch. The column time adds to the memory time
+    rather than hiding behind it (a roofline max): measured steps grow from batch 1 by about this time at every batch
+    (H200 and DGX Spark batched-bench rows; bench/gpu_loo.py)."""
     if engine != "llama.cpp" or batch <= 1 or family != "gguf" or hw.backend not in ("cuda", "rocm"):
         return 0.0, ""
     col_flops = decode_flops(spec, 0, 1)  # 2 x matmul params (output projection included) per column
