@@ -210,7 +210,8 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
 _ROCM_ARCH = ((r"\binstinct\b|\bmi\d", "cdna"), (r"radeon vii", "gcn5"), (r"\b(rx|w|pro w) ?6\d{3}", "rdna2"),
               (r"\b(rx|w|pro w) ?7\d{3}", "rdna3"), (r"\b(rx ?9\d{3}|r9700)", "rdna4"))
 
-# Intel Arc by architecture: A-series (Alchemist) is Xe-HPG, B-series (Battlemage) Xe2-HPG (sources/gpus/make_profiles.py)
+# Intel Arc by architecture: A-series (Alchemist) is Xe-HPG, B-series (Battlemage) Xe2-HPG (sources/gpus/
+# make_profiles.py)
 _INTEL_ARCH = ((r"\barc (pro )?a\d", "xe-hpg"), (r"\barc (pro )?b\d", "xe2"))
 
 
@@ -330,9 +331,10 @@ def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: Ha
                                matrix_rate: Optional[float]) -> tuple[float, str]:
     """(ms, basis) a llama.cpp decode step of ``batch`` sequences spends multiplying its columns, beyond the weights it
     reads once and every sequence's KV cache (the memory terms); (0, '') at batch 1 (the family's decode fit holds
-    all of it), for another engine or backend, or 16-bit weights.
+    all of it), for another engine or backend, or 16-bit weights. ROCm runs the same kernels (HIP), but no batched
+    ROCm row has been checked and its FP32 figures count RDNA3's dual issue: it keeps the max(memory, compute).
 
-    llama.cpp's CUDA/ROCm backend picks the kernel by the number of columns (ggml-cuda.cu ggml_cuda_mul_mat: quantized
+    llama.cpp's CUDA backend picks the kernel by the number of columns (ggml-cuda.cu ggml_cuda_mul_mat: quantized
     weights and at most LLAMA_CPP_MMVQ_MAX_BATCH columns -> mul_mat_vec_q, else the MMQ matrix kernels):
     - up to 8 columns, mul_mat_vec_q reads each weight block once and computes one dot product per column on the CUDA
       cores (dp4a): each column beyond the first adds 2 x matmul params / (LLAMA_CPP_MMVQ_FP32_FRACTION x the FP32
@@ -342,7 +344,7 @@ def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: Ha
     A profile without an FP32 figure takes the MMQ term at every batch. The column time adds to the memory time
     rather than hiding behind it (a roofline max): measured steps grow from batch 1 by about this time at every batch
     (H200 and DGX Spark batched-bench rows; bench/gpu_loo.py)."""
-    if engine != "llama.cpp" or batch <= 1 or family != "gguf" or hw.backend not in ("cuda", "rocm"):
+    if engine != "llama.cpp" or batch <= 1 or family != "gguf" or hw.backend != "cuda":
         return 0.0, ""
     col_flops = decode_flops(spec, 0, 1)  # 2 x matmul params (output projection included) per column
     if batch <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value and hw.fp32_flops_per_s:
@@ -578,7 +580,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             basis["moe_latency"] = moe_why
         cols_ms, cols_why = llama_cpp_batch_columns_ms(spec, engine, family, hw, batch, peak * mfu_c.value
                                                        if peak else None)
-        if cols_why:  # llama.cpp batched decode on CUDA/ROCm: weights once + every sequence's KV + its columns
+        if cols_why:  # llama.cpp batched decode on CUDA: weights once + every sequence's KV + its columns
             basis["batch_decode"] = cols_why
             tpot = mem_ms + cols_ms * gpu_frac + ovh_dec + host_dec_ms + moe_dec_ms
         else:

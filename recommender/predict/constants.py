@@ -14,8 +14,9 @@ from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed
 
 MIB = 1024**2
 
-ESTIMATE_FORMULA_VERSION = "estimate-v3"  # v2: llama.cpp speed per GPU family (FAMILY_SPEEDS); v3: CUDA prefill against
-# the MMQ rate (SMs x clock, LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM), Intel Arc families by architecture, batched decode
+# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS); v3: CUDA prefill against the MMQ rate (SMs x clock,
+# LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM), Intel Arc families by architecture, batched llama.cpp decode on CUDA
+ESTIMATE_FORMULA_VERSION = "estimate-v3"
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ _MOE = ("measured: bench/gpu_loo.py moe_fit on the shipped H200 Qwen3-30B-A3B ro
 MOE_DECODE_MS_PER_LAYER = Const(_fitted["moe_decode_ms_per_layer"], "ms/token/MoE layer", _MOE)
 MOE_PREFILL_MATMUL_FACTOR = Const(_fitted["moe_prefill_matmul_factor"], "x matmul FLOPs time", _MOE)
 
-# --- Batched decode on llama.cpp (CUDA/ROCm, quantized weights) -------------------------------------------------
+# --- Batched decode on llama.cpp (CUDA, quantized weights) ------------------------------------------------------
 # A step of B sequences reads the weights once and every sequence's KV cache (the memory terms) and multiplies B
 # columns: up to LLAMA_CPP_MMVQ_MAX_BATCH with mul_mat_vec_q (dot products on the CUDA cores; each column beyond the
 # first costs 2 x matmul params / (LLAMA_CPP_MMVQ_FP32_FRACTION x the FP32 vector rate)), above it with the MMQ matrix
