@@ -210,11 +210,16 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
 _ROCM_ARCH = ((r"\binstinct\b|\bmi\d", "cdna"), (r"radeon vii", "gcn5"), (r"\b(rx|w|pro w) ?6\d{3}", "rdna2"),
               (r"\b(rx|w|pro w) ?7\d{3}", "rdna3"), (r"\b(rx ?9\d{3}|r9700)", "rdna4"))
 
+# Intel Arc by architecture: A-series (Alchemist) is Xe-HPG, B-series (Battlemage) Xe2-HPG (sources/gpus/
+# make_profiles.py)
+_INTEL_ARCH = ((r"\barc (pro )?a\d", "xe-hpg"), (r"\barc (pro )?b\d", "xe2"))
+
 
 def speed_family(hw: HardwareProfile) -> tuple[str, ...]:
     """The GPU families a profile belongs to, most specific first: CUDA by compute capability (one architecture and
     memory class: 8.0 is the HBM A100/A30, 8.6 the GDDR Ampere cards, 8.7 Jetson Orin...), Metal by tier (base, Pro,
-    Max, Ultra), ROCm by architecture (RDNA2/3/4, CDNA, GCN5), Vulkan/SYCL by vendor; then the backend."""
+    Max, Ultra), ROCm by architecture (RDNA2/3/4, CDNA, GCN5), Vulkan/SYCL by architecture (Intel Arc Xe-HPG, Xe2)
+    and vendor; then the backend."""
     import re
 
     name = hw.name.lower()
@@ -227,7 +232,8 @@ def speed_family(hw: HardwareProfile) -> tuple[str, ...]:
         arch = next((a for pat, a in _ROCM_ARCH if re.search(pat, name)), None)
         return ((f"rocm:{arch}",) if arch else ()) + ("rocm",)
     if hw.backend in ("vulkan", "sycl"):
-        return (f"{hw.backend}:{hw.vendor.lower()}", hw.backend)
+        arch = next((a for pat, a in _INTEL_ARCH if re.search(pat, name)), None) if hw.vendor == "Intel" else None
+        return (((f"{hw.backend}:intel-{arch}",) if arch else ()) + (f"{hw.backend}:{hw.vendor.lower()}", hw.backend))
     return ()
 
 
@@ -242,11 +248,37 @@ def family_speed(hw: HardwareProfile, term: str) -> Optional[tuple[str, C.Family
     return None
 
 
+def mmq_rate(hw: HardwareProfile) -> Optional[float]:
+    """The int8 rate (ops/s) llama.cpp's quantized prompt kernels (MMQ, int8 mma.sync) are measured against on a CUDA
+    GPU with int8 tensor cores: SMs x boost clock x LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM, at most the profile's INT8
+    peak (constants.py explains why the tensor peak of GA100/Hopper/GB100 SMs is not reached). SMs x clock: the FP32
+    vector rate / (2 x FP32 lanes per SM), else the INT8 peak / one SM's INT8 tensor rate. None: no int8 tensor cores
+    (compute capability below 7.5; a 7.5 card without an INT8 figure is a GTX 16, which has none) or no figure to
+    derive SMs x clock from."""
+    cc = hw.compute_capability
+    if hw.backend != "cuda" or not cc:
+        return None
+    ccf = float(cc)
+    if ccf < 7.5 or (ccf < 8.0 and not hw.int8_ops_per_s):
+        return None
+    lanes = C.CUDA_FP32_LANES_PER_SM.get(cc)
+    if hw.fp32_flops_per_s and lanes:
+        sm_hz = hw.fp32_flops_per_s / (2 * lanes)
+    elif hw.int8_ops_per_s:
+        sm_hz = hw.int8_ops_per_s / C.CUDA_INT8_TENSOR_OPS_PER_CLOCK_PER_SM.get(
+            cc, C.LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM.value)
+    else:
+        return None
+    rate = sm_hz * C.LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM.value
+    return min(rate, hw.int8_ops_per_s) if hw.int8_ops_per_s else rate
+
+
 def prefill_peak(hw: HardwareProfile) -> tuple[Optional[float], str, str]:
-    """(peak, label, kind) llama.cpp's GGUF prompt kernels are measured against: INT8 on CUDA where the profile has it
-    (MMQ runs on int8 tensor cores), else dense FP16, else, on GPUs without tensor cores, the FP32 vector rate."""
-    if hw.backend == "cuda" and hw.int8_ops_per_s:
-        return hw.int8_ops_per_s, "INT8 peak", "int8"
+    """(peak, label, kind) llama.cpp's GGUF prompt kernels are measured against: on CUDA GPUs with int8 tensor cores
+    the MMQ rate (:func:`mmq_rate`), else dense FP16, else, on GPUs without tensor cores, the FP32 vector rate."""
+    mmq = mmq_rate(hw)
+    if mmq:
+        return mmq, "MMQ INT8 rate (SMs x clock x 2048)", "int8"
     if hw.fp16_flops_per_s:
         return hw.fp16_flops_per_s, "FP16 peak", "fp16"
     if hw.fp32_flops_per_s:
@@ -293,6 +325,39 @@ def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, hw: Hard
                 f"{C.KV_QUANT_ATTN_MS_PER_ELEMENT.value:g} ms x {elements:,} (tokens x layers x query heads x "
                 f"head_dim) x {scale:.2f} (H200 FP32 / this GPU's) = {ms:.3f} ms in place of its bytes' read time "
                 f"[{C.KV_QUANT_DECODE_MS_PER_LAYER.source}]")
+
+
+def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: HardwareProfile, batch: int,
+                               matrix_rate: Optional[float]) -> tuple[float, str]:
+    """(ms, basis) a llama.cpp decode step of ``batch`` sequences spends multiplying its columns, beyond the weights it
+    reads once and every sequence's KV cache (the memory terms); (0, '') at batch 1 (the family's decode fit holds
+    all of it), for another engine or backend, or 16-bit weights. ROCm runs the same kernels (HIP), but no batched
+    ROCm row has been checked and its FP32 figures count RDNA3's dual issue: it keeps the max(memory, compute).
+
+    llama.cpp's CUDA backend picks the kernel by the number of columns (ggml-cuda.cu ggml_cuda_mul_mat: quantized
+    weights and at most LLAMA_CPP_MMVQ_MAX_BATCH columns -> mul_mat_vec_q, else the MMQ matrix kernels):
+    - up to 8 columns, mul_mat_vec_q reads each weight block once and computes one dot product per column on the CUDA
+      cores (dp4a): each column beyond the first adds 2 x matmul params / (LLAMA_CPP_MMVQ_FP32_FRACTION x the FP32
+      vector rate);
+    - above 8, MMQ computes every column at the prompt rate (the family's prefill MFU x the MMQ rate), 2 x matmul
+      params / that rate per column.
+    A profile without an FP32 figure takes the MMQ term at every batch. The column time adds to the memory time
+    rather than hiding behind it (a roofline max): measured steps grow from batch 1 by about this time at every batch
+    (H200 and DGX Spark batched-bench rows; bench/gpu_loo.py)."""
+    if engine != "llama.cpp" or batch <= 1 or family != "gguf" or hw.backend != "cuda":
+        return 0.0, ""
+    col_flops = decode_flops(spec, 0, 1)  # 2 x matmul params (output projection included) per column
+    if batch <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value and hw.fp32_flops_per_s:
+        rate = C.LLAMA_CPP_MMVQ_FP32_FRACTION.value * hw.fp32_flops_per_s
+        ms = (batch - 1) * col_flops / rate * 1e3
+        return ms, (f"batch {batch} <= {int(C.LLAMA_CPP_MMVQ_MAX_BATCH.value)}: mul_mat_vec_q, + {batch - 1} columns x "
+                    f"{col_flops:.3g} FLOP / ({C.LLAMA_CPP_MMVQ_FP32_FRACTION.value} x FP32 {hw.fp32_flops_per_s:.3g} "
+                    f"FLOP/s) = {ms:.2f} ms [{C.LLAMA_CPP_MMVQ_FP32_FRACTION.source}]")
+    if not matrix_rate:
+        return 0.0, ""
+    ms = batch * col_flops / matrix_rate * 1e3
+    return ms, (f"batch {batch}: MMQ, {batch} columns x {col_flops:.3g} FLOP / the prompt rate {matrix_rate:.3g} "
+                f"FLOP/s = {ms:.2f} ms")
 
 
 def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str]:
@@ -513,7 +578,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         moe_dec_ms, moe_pre_f, moe_why = moe_llama_cpp_terms(spec, engine)
         if moe_why:
             basis["moe_latency"] = moe_why
-        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
+        cols_ms, cols_why = llama_cpp_batch_columns_ms(spec, engine, family, hw, batch, peak * mfu_c.value
+                                                       if peak else None)
+        if cols_why:  # llama.cpp batched decode on CUDA: weights once + every sequence's KV + its columns
+            basis["batch_decode"] = cols_why
+            tpot = mem_ms + cols_ms * gpu_frac + ovh_dec + host_dec_ms + moe_dec_ms
+        else:
+            tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
         if dec_interval and not host_dec_ms:
             intervals["tpot_ms"] = (tpot * dec_interval[0], tpot * dec_interval[1])
         if peak:

