@@ -81,6 +81,8 @@ def estimate_command(
                                          prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                                          kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan),
                             variant=catalog.variants().get((spec.id, q)))
+    if batch > 1:  # as a server: `batch` closed-loop clients (the serving model recommend -w serve ranks with)
+        est.figures.update(predictor.serving(spec, est, variant=catalog.variants().get((spec.id, q))))
     if as_json:
         emit_json(est)
         return
@@ -154,6 +156,18 @@ def print_estimate(est) -> None:
         ("throughput tok/s", mark("?" if est.throughput_tokens_per_s is None
                                   else f"{est.throughput_tokens_per_s:.1f}", p["throughput_tokens_per_s"])),
     ]
+    if "request_throughput_per_s" in est.figures:  # batch > 1: served to `batch` closed-loop clients
+        f = est.figures
+        rows += [
+            (f"served to {est.batch} clients: TTFT", mark(fmt_ms(f["serve_ttft_ms"].value), p["serve_ttft_ms"])),
+            ("  TPOT", mark(fmt_ms(f["serve_tpot_ms"].value), p["serve_tpot_ms"])),
+            ("  E2E", mark(fmt_ms(f["serve_e2e_ms"].value), p["serve_e2e_ms"])),
+            ("  requests/s", mark("?" if f["request_throughput_per_s"].value is None
+                                  else f"{f['request_throughput_per_s'].value:.2f}", p["request_throughput_per_s"])),
+            ("  output tok/s", mark("?" if f["output_throughput_tokens_per_s"].value is None
+                                    else f"{f['output_throughput_tokens_per_s'].value:.1f}",
+                                    p["output_throughput_tokens_per_s"])),
+        ]
     for r in rows:
         t.add_row(*r)
     stdout_console().print(t)
@@ -161,7 +175,9 @@ def print_estimate(est) -> None:
         print_devices(est)
     for k, v in est.basis.items():
         info(f"{k}: {v}")
-    for name in ("ttft_ms", "tpot_ms", "total_vram_bytes"):  # where each headline figure came from
+    for name in ("ttft_ms", "tpot_ms", "total_vram_bytes", "serve_tpot_ms", "request_throughput_per_s"):
+        if name not in est.figures:
+            continue  # where each headline figure came from
         f = est.figures[name]
         if f.basis:
             info(f"{name} ({f.provenance}): {f.basis}")
