@@ -62,3 +62,20 @@ def test_single_stream_is_unchanged_and_goodput_counts_slos():
     assert pt.goodput(Slo(ttft_ms=1000, tpot_ms=30)) == pytest.approx(8000.0 / pt.e2e_ms)
     assert pt.goodput(Slo(ttft_ms=1000, tpot_ms=25)) == 0.0
     assert pt.goodput(Slo(ttft_ms=100)) == 0.0  # queued behind the prefill under way: above the single TTFT
+
+
+def test_estimate_shows_the_server_recommend_ranks(cli):
+    """`estimate --batch 16 --slo-...`: the figures under load are in the JSON, goodput = requests/s when the SLOs
+    hold and 0 when the TPOT limit is below the TPOT under load; a mistyped SLO is one error line naming it."""
+    base = ["estimate", "Qwen/Qwen3-8B", "--quant", "Q4_K_M", "--gpu", "RTX 4090", "--batch", "16", "--json"]
+    r = cli(*base, "--slo-ttft", "1s", "--slo-tpot", "50ms")
+    assert r.code == 0, r.err
+    f = r.json()["figures"]
+    assert f["serve_tpot_ms"]["value"] > f["tpot_ms"]["value"]  # the other clients' prefills
+    assert f["serve_ttft_ms"]["value"] < f["ttft_ms"]["value"]  # its own prompt, not sixteen at once
+    assert f["goodput_requests_per_s"]["value"] == f["request_throughput_per_s"]["value"] > 0
+    assert f["request_throughput_per_s"]["unit"] == "requests/s"
+    tight = cli(*base, "--slo-tpot", f"{f['serve_tpot_ms']['value'] * 0.9:.3f}ms").json()["figures"]
+    assert tight["goodput_requests_per_s"]["value"] == 0.0
+    bad = cli(*base, "--slo-tpot", "xx")
+    assert bad.code == 2 and "--slo-tpot" in bad.err and "Traceback" not in bad.err
