@@ -98,18 +98,23 @@ def print_recommendation(rec, explain: bool) -> None:
                                  + (f"; acc = task accuracy ({tasks}) in points, q-cost = points lost to "
                                     f"quantization" if value else "") + f") · {LEGEND}",
                           (("#", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"),
-                           ("batch", "right"), ("ctx", "right"), ("VRAM", "right"), ("TTFT", "right"),
-                           ("req/s" if serve else "tok/s", "right"),
+                           ("batch", "right"), ("ctx", "right"), ("VRAM", "right"),
+                           ("TTFT load" if serve else "TTFT", "right"),
+                           *((("goodput/s", "right"), ("out tok/s", "right")) if serve else (("tok/s", "right"),)),
                            ("acc" if value else "zh acc", "right"), ("q-cost" if value else "ppl×", "right"),
                            ("score", "right")),
                           {"model", "VRAM", "TTFT"})
     for c in rec.candidates:
         p = c.provenance
-        if serve:
-            speed = mark("?" if c.goodput_per_s is None else f"{c.goodput_per_s:.2f}", p["goodput_requests_per_s"])
+        ttft = mark(fmt_ms(c.ttft_ms), p["ttft_ms"])
+        if serve:  # the figures under load of `batch` clients (recommender.predict.serving)
+            out = c.figures["output_throughput_tokens_per_s"]
+            ttft = mark(fmt_ms(c.figures["serve_ttft_ms"].value), p["serve_ttft_ms"])
+            speed = (mark("?" if c.goodput_per_s is None else f"{c.goodput_per_s:.2f}", p["goodput_requests_per_s"]),
+                     mark("?" if out.value is None else f"{out.value:.0f}", out.provenance))
         else:
-            speed = mark("?" if c.throughput_tokens_per_s is None else f"{c.throughput_tokens_per_s:.0f}",
-                         p["throughput_tokens_per_s"])
+            speed = (mark("?" if c.throughput_tokens_per_s is None else f"{c.throughput_tokens_per_s:.0f}",
+                          p["throughput_tokens_per_s"]),)
         if value:
             acc = mark("?" if c.task_accuracy is None else f"{c.task_accuracy:.1f}", p["task_accuracy"])
             qc = c.figures["quant_cost_points"]
@@ -120,7 +125,7 @@ def print_recommendation(rec, explain: bool) -> None:
         table.add_row(
             str(c.rank), c.model, c.quant, engine_label(c, q), str(c.batch), fmt_tokens(c.context_tokens),
             mark(fmt_bytes(c.total_vram_bytes), p["total_vram_bytes"]),
-            mark(fmt_ms(c.ttft_ms), p["ttft_ms"]), speed, acc, qcost, f"{c.score:.3f}")
+            ttft, *speed, acc, qcost, f"{c.score:.3f}")
     stdout_console().print(table)
     n = rec.counts
     info(f"{n['feasible']} of {n['candidates']} candidates ({n['models']} models) fit the limits; "

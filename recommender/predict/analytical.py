@@ -372,6 +372,26 @@ def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str
                       f"prefill matmul time x {f} [{C.MOE_DECODE_MS_PER_LAYER.source}]")
 
 
+def fixed_step_ms(spec: ModelSpec, engine: str, family: str) -> tuple[float, float, str]:
+    """(decode ms, prefill ms) a step takes beyond its bytes and FLOPs terms: the engine's per-token and per-prefill
+    overheads, plus on vLLM the fixed time of every decode GEMM (VLLM_DECODE_GEMM_FIXED_MS x GEMMs per step) and the
+    per-layer prefill dispatch (VLLM_PREFILL_MS_PER_LAYER); and its basis. Every GPU of a split runs all of them
+    once per step (tensor parallel: every layer's GEMMs, smaller; layer/pipeline: each its layers', in turn)."""
+    dec, pre = C.DECODE_OVERHEAD_MS[engine].value, C.PREFILL_OVERHEAD_MS[engine].value
+    if engine != "vllm":
+        return dec, pre, ""
+    layers = max(spec.num_layers, 1)
+    per_layer = int(C.VLLM_GEMMS_PER_LAYER.value) + (1 if spec.is_moe else 0)
+    gemms = per_layer * layers + 1  # + the LM head
+    t0 = C.VLLM_DECODE_GEMM_FIXED_MS.get(family)
+    gemm_ms = t0.value * gemms if t0 else 0.0
+    layer_ms = C.VLLM_PREFILL_MS_PER_LAYER.value * layers
+    return dec + gemm_ms, pre + layer_ms, (
+        (f"decode + {gemms} GEMMs x {t0.value * 1e3:.2f} us = {gemm_ms:.3f} ms [{t0.source}]; " if t0 else "")
+        + f"prefill + {C.VLLM_PREFILL_MS_PER_LAYER.value} ms x {layers} layers = {layer_ms:.1f} ms "
+          f"[{C.VLLM_PREFILL_MS_PER_LAYER.source}]")
+
+
 # ------------------------------------------------------------------------------------------------------------
 # The estimate
 # ------------------------------------------------------------------------------------------------------------
@@ -521,8 +541,9 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         peak, peak_name, mfu_key = hw.int8_ops_per_s, "INT8 peak", "gguf-int8"
     eff_c = _const(C.DECODE_BW_EFFICIENCY[engine], family if family in C.DECODE_BW_EFFICIENCY[engine] else "float")
     mfu_c = _const(C.PREFILL_MFU[engine], mfu_key if mfu_key in C.PREFILL_MFU[engine] else "*")
-    ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
-    ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value
+    ovh_dec, ovh_pre, fixed_why = fixed_step_ms(spec, engine, family)
+    if fixed_why:
+        basis["fixed_step"] = fixed_why
     fam = llama_cpp_latency_terms(hw, family) if engine == "llama.cpp" and family in ("gguf", "float") else None
     dec_interval = pre_interval = None
     if fam is not None:
@@ -593,7 +614,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             if pre_interval and not host_pre_ms:
                 intervals["ttft_ms"] = (ttft * pre_interval[0], ttft * pre_interval[1])
             basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
-                                f"{eff_c.value})) + {ovh_pre} ms "
+                                f"{eff_c.value})) + {ovh_pre:g} ms "
                                 f"[MFU: {mfu_c.source}]")
         else:
             notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 (or INT8) peak figure")

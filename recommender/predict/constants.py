@@ -14,8 +14,10 @@ from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed
 
 MIB = 1024**2
 
-# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS); v3: CUDA prefill against the MMQ rate (SMs x clock,
-# LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM), Intel Arc families by architecture, batched llama.cpp decode on CUDA
+# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS); v3 (this round, one label for three changes): CUDA prefill
+# against the MMQ rate (SMs x clock, LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM), Intel Arc families by architecture,
+# batched llama.cpp decode on CUDA; vLLM's decode efficiency, fixed GEMM time, prefill MFU and per-layer prefill
+# overhead fitted on aiconfigurator's measured GEMMs; every GGUF type sized by llama.cpp's rules (the catalog merge)
 ESTIMATE_FORMULA_VERSION = "estimate-v3"
 
 
@@ -55,6 +57,9 @@ TORCH_ACTIVATION_COPIES = Const(3, "tensors of n_tokens x intermediate", "gate, 
 
 # --- Decode (per generated token) -----------------------------------------------------------------------------
 # time/token = bytes read / (bandwidth x efficiency) + per-token overhead (kernel launches, sampling, host work).
+_AIC_DECODE = ("fitted by bench/vllm_refit.py on ai-dynamo/aiconfigurator's measured vLLM 0.14 decode GEMMs (m = 1-8, "
+               "sources/published_perf/aiconfigurator_gemm_decode.csv) as bytes / (bandwidth x efficiency) + "
+               "VLLM_DECODE_GEMM_FIXED_MS; H200 SXM held out")
 _FIT = ("fitted by bench/fit_llamacpp.py on the llama.cpp CUDA scoreboard (ggml-org/llama.cpp discussion #15013, "
         "Llama-2-7B Q4_0, no flash attention; RTX 3060 12GB, 3090, 4080, 5090, RTX 6000 Ada; sources/published_perf)")
 _PR4766 = ("fitted by bench/fit_llamacpp.py on ggml-org/llama.cpp PR #4766 (RTX 4090, 7B F16: tg128 61.03 t/s, "
@@ -65,10 +70,10 @@ DECODE_BW_EFFICIENCY: dict[str, dict[str, Const]] = {
         "gguf": Const(0.897, "fraction of bandwidth", _FIT),
     },
     "vllm": {
-        "float": Const(0.75, "fraction of bandwidth", "assumption: CUDA-graph decode; to be fitted by calibration"),
+        "float": Const(0.8124, "fraction of bandwidth", _AIC_DECODE + "; bf16, fitted on H100 SXM and A100 SXM"),
         "awq": Const(0.5, "fraction of bandwidth", "assumption: Marlin 4-bit kernels; to be fitted by calibration"),
         "gptq": Const(0.5, "fraction of bandwidth", "assumption: Marlin 4-bit kernels; to be fitted by calibration"),
-        "fp8": Const(0.65, "fraction of bandwidth", "assumption: to be fitted by calibration"),
+        "fp8": Const(0.8822, "fraction of bandwidth", _AIC_DECODE + "; fp8, fitted on H100 SXM"),
     },
     "transformers": {
         "float": Const(0.6, "fraction of bandwidth", "assumption; eager decode is host-bound (see overhead)"),
@@ -87,6 +92,9 @@ DECODE_OVERHEAD_MS: dict[str, Const] = {
 # --- Prefill ----------------------------------------------------------------------------------------------------
 # time = max(FLOPs / (peak x MFU), weight bytes / (bandwidth x decode efficiency)) + fixed overhead
 # (the peak is dense FP16; INT8 for llama.cpp's quantized GGUF prompt kernels where a profile has it)
+_AIC_PREFILL = ("fitted by bench/vllm_refit.py on ai-dynamo/aiconfigurator's measured vLLM 0.14 prefill GEMMs (m = "
+                "256-8192, sources/published_perf/aiconfigurator_gemm_prefill.csv); H200 SXM held out; GEMMs only: "
+                "attention is taken at the same fraction")
 PREFILL_MFU: dict[str, dict[str, Const]] = {
     # Against the dense FP16 (FP32-accumulate) peak; llama.cpp's quantized prompt kernels use int8 tensor cores, so
     # the fraction can approach 1 on consumer cards. On H100/H200 the scoreboard shows far lower fractions (~0.13):
@@ -97,14 +105,33 @@ PREFILL_MFU: dict[str, dict[str, Const]] = {
         "gguf": Const(0.917, "fraction of FP16 peak", _FIT + "; median of the fit GPUs with a sourced FP16 peak "
                                                              "(used when a profile has no INT8 figure)"),
     },
-    "vllm": {"*": Const(0.4, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
+    "vllm": {"*": Const(0.4, "fraction of FP16 peak", "assumption (AWQ/GPTQ); to be fitted by calibration"),
+             "float": Const(0.7881, "fraction of FP16 peak", _AIC_PREFILL + "; bf16, fitted on H100 SXM and A100 SXM"),
+             "fp8": Const(0.8103, "fraction of FP16 peak", _AIC_PREFILL + "; fp8, fitted on H100 SXM")},
     "transformers": {"*": Const(0.3, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
 }
 PREFILL_OVERHEAD_MS: dict[str, Const] = {
     "llama.cpp": Const(0.0, "ms", "none beyond the MFU term (llama-bench pp512 times the prompt alone)"),
-    "vllm": Const(5.0, "ms", "assumption: scheduling + one engine step; to be fitted by calibration"),
+    "vllm": Const(0.0, "ms", "none beyond VLLM_PREFILL_MS_PER_LAYER (which holds the per-step host work)"),
     "transformers": Const(70.0, "ms", "shared/notes/engines.md: one eager step costs 60-80 ms of host time"),
 }
+# vLLM: what a step costs beyond its bytes and FLOPs. Decode runs in CUDA graphs, but each GEMM has a fixed time (the
+# kernel's ramp and, for fp8, the activation-quantization kernel before it): the intercept of the same fit as
+# DECODE_BW_EFFICIENCY['vllm'], times the GEMMs of a step (VLLM_GEMMS_PER_LAYER x layers + the LM head). Prefill runs
+# eagerly: aiconfigurator adds a CPU-side dispatch cost per layer to its vLLM prefill, calibrated on measured runs.
+VLLM_DECODE_GEMM_FIXED_MS: dict[str, Const] = {
+    "float": Const(0.00332, "ms per GEMM", _AIC_DECODE + "; bf16, fitted on H100 SXM and A100 SXM"),
+    "fp8": Const(0.0146, "ms per GEMM", _AIC_DECODE + "; fp8, fitted on H100 SXM"),
+}
+VLLM_GEMMS_PER_LAYER = Const(4, "GEMMs per decoder layer", "vLLM model code (vllm/model_executor/models/llama.py, "
+                                                         "qwen2.py): fused qkv_proj, o_proj, fused gate_up_proj, "
+                                                         "down_proj; an MoE layer: qkv, o, the router gate and "
+                                                         "fused_moe's two grouped GEMMs (5)")
+VLLM_PREFILL_MS_PER_LAYER = Const(0.8, "ms per layer per prefill step",
+                                  "ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/sdk/backends/"
+                                  "vllm_backend.py _prefill_dispatch_overhead_ms (commit 095f58a): 0.8 ms x layers, "
+                                  "'recalibrated against the full silicon corpus across hardware platforms and model "
+                                  "families' (its measured vLLM runs)")
 
 # --- Partial offload (llama.cpp n_gpu_layers < all) -------------------------------------------------------------
 # Layers left on the host are read from host RAM during decode, and during prompt processing llama.cpp's CUDA backend
