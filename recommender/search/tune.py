@@ -444,7 +444,9 @@ def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, f
             except Exception as e:  # noqa: BLE001 - SQLAlchemy's many URL / connection errors
                 msg = str(e).splitlines()[0] if str(e) else type(e).__name__
                 # two workers creating the schema at once: one sees the other's tables or alembic row, or a lock
-                racing = type(e).__name__ in ("OperationalError", "IntegrityError")
+                # (PostgreSQL: CREATE TYPE / TABLE of the other worker -> DuplicateObject, a ProgrammingError)
+                racing = type(e).__name__ in ("OperationalError", "IntegrityError") or (
+                    type(e).__name__ == "ProgrammingError" and "already exists" in msg)
                 if racing and attempt < SCHEMA_RETRIES - 1:
                     time.sleep(0.2 * (attempt + 1))
                     continue
