@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
+# Every process a test starts (the CLI, probe workers) imports the checkout under test, also where the venv's
+# editable install points at another checkout of the project (a git worktree).
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 
 
 class Run:

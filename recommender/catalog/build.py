@@ -21,8 +21,8 @@ from pathlib import Path
 
 from recommender.core.errors import UserError
 from recommender.core.records import Measurement, ModelSpec, Variant
-from recommender.model.arch import spec_from_config
-from recommender.model.quant import CATALOG_QUANTS, RULES_VERSION
+from recommender.model.arch import spec_from_config, UnsupportedArchitecture
+from recommender.model.quant import quants_for, RULES_VERSION
 from recommender.hardware.profiles import load_profiles
 from recommender.predict.analytical import variant_bytes
 from recommender.predict.calibrated import CALIBRATION_VERSION, META_KEY
@@ -54,7 +54,7 @@ def catalog_variants(spec: ModelSpec) -> list[Variant]:
     """Every catalog quantization of one model, sized tensor by tensor (see recommender.quant)."""
 
     out = []
-    for q in CATALOG_QUANTS:
+    for q in quants_for(spec):
         nbytes, embd, experts = variant_bytes(spec, q)
         out.append(Variant(model_id=spec.id, quant=q, weights_bytes=nbytes, embedding_bytes=embd, expert_bytes=experts,
                            bits_per_weight=round(8 * nbytes / spec.params_total, 4) if spec.params_total else 0.0,
@@ -63,7 +63,12 @@ def catalog_variants(spec: ModelSpec) -> list[Variant]:
     return out
 
 
-def load_models(sources: Path) -> list[ModelSpec]:
+REFUSED_META_KEY = "refused_models"  # meta: JSON [{"model": id, "reason": ...}] of configs left out of the build
+
+
+def load_models(sources: Path, refused: list[dict] | None = None) -> list[ModelSpec]:
+    """Every config in sources.csv as a ModelSpec. A config whose architecture cannot be sized correctly is left out
+    and appended to ``refused`` as {"model", "reason"} (or raises when ``refused`` is None)."""
 
     index = sources / "configs" / "sources.csv"
     specs = []
@@ -74,9 +79,17 @@ def load_models(sources: Path) -> list[ModelSpec]:
             source = (f"{row['source_repo']}@{row['source_commit'][:12]}:{row['source_path']}"
                       if row.get("source_repo") else str(cfg_path.relative_to(sources)))
             notes = "; ".join(x for x in (row.get("notes"), row.get("license_basis")) if x) or None
-            specs.append(spec_from_config(config, model_id=row["model"], source=source,
-                                          source_kind=row.get("source_kind", ""),
-                                          license=row.get("model_license") or None, notes=notes))
+            try:
+                spec = spec_from_config(config, model_id=row["model"], source=source,
+                                        source_kind=row.get("source_kind", ""),
+                                        license=row.get("model_license") or None, notes=notes)
+            except UnsupportedArchitecture as e:
+                if refused is None:
+                    raise
+                refused.append({"model": row["model"], "reason": e.message})
+                continue
+            facts = {k: (row.get(k) or None) for k in ("checkpoint", "modality", "release_date", "structure")}
+            specs.append(spec.model_copy(update=facts))
     return specs
 
 
@@ -117,7 +130,8 @@ def shipped_calibration(models: list[ModelSpec], measurements: list[Measurement]
 def build_catalog(out_path: Path, sources: Path) -> dict:
     """Write a fresh catalog to ``out_path`` (atomically: a temp file renamed into place). Returns counts."""
     out_path = Path(out_path)
-    models = load_models(sources)
+    refused: list[dict] = []
+    models = load_models(sources, refused)
     items = [(m, catalog_variants(m), None) for m in models]
     scores = load_scores(sources)
     measurements = load_measurements(sources)
@@ -130,11 +144,12 @@ def build_catalog(out_path: Path, sources: Path) -> dict:
             w.put_scores(scores)
             w.put_measurements(measurements)
             w.put_meta({"sources_sha256": sources_digest(sources), "built_by": f"llm-recommender {__version__}",
+                        REFUSED_META_KEY: json.dumps(refused),
                         META_KEY: shipped_calibration(models, measurements).model_dump_json()})
         os.replace(tmp, out_path)
     finally:
         for p in (tmp, tmp + ".wal"):
             if os.path.exists(p):
                 os.unlink(p)
-    return {"models": len(models), "variants": sum(len(v) for _, v, _ in items), "published_scores": len(scores),
+    return {"models": len(models), "refused": refused, "variants": sum(len(v) for _, v, _ in items), "published_scores": len(scores),
             "measurements": len(measurements), "path": str(out_path)}

@@ -155,6 +155,11 @@ def build(out: Optional[Path] = typer.Option(None, "--out", help="Where to write
     counts = build_catalog(out or base_catalog_path(state.catalog), sources or SOURCES_DIR)
     info(f"built {counts['path']}: {counts['models']} models, {counts['variants']} variants, "
          f"{counts['published_scores']} published scores, {counts['measurements']} measurements")
+    if counts["refused"]:
+        info(f"{len(counts['refused'])} configs left out (their architecture is not modelled; "
+             "recorded in the catalog's refused_models):")
+        for r in counts["refused"]:
+            info(f"  {r['model']}: {r['reason']}")
 
 
 @app.command("measurements")

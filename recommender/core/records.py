@@ -57,6 +57,14 @@ class ModelSpec(Strict):
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    # Layers with an MoE block: layer i (i >= first_k_dense_layers) is MoE when (i + 1) % moe_layer_step == 0
+    # (Llama-4 interleave_moe_layer_step, ERNIE-4.5 moe_layer_interval); other layers use the dense MLP.
+    moe_layer_step: int = 1
+    # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them)
+    checkpoint: Optional[str] = None  # base / instruct / reasoning (+ " (inferred)")
+    modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)
+    release_date: Optional[str] = None
+    structure: Optional[str] = None  # dense / MoE / MLA / sliding-window summary
     # Derived from the fields above (recommender.arch); not published numbers.
     params_total: int = 0
     params_active: int = 0
@@ -97,7 +105,7 @@ class TensorInfo(Strict):
 
 class QuantSpec(Strict):
     name: str  # "Q4_K_M", "F16", "AWQ-4bit", ...
-    family: Literal["float", "gguf", "awq", "gptq", "fp8"]
+    family: Literal["float", "gguf", "awq", "gptq", "fp8", "int8", "bnb"]
     engines: list[str]
     nominal_bits: float
     description: str = ""
