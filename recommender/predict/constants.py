@@ -138,5 +138,7 @@ MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
     ("vllm", "fp8"): ((8, 9), "FP8 W8A8 kernels need Ada/Hopper, compute capability >= 8.9 (vLLM quantization docs)"),
     ("vllm", "awq"): ((7, 5), "vLLM AWQ kernels need compute capability >= 7.5 (vLLM supported-hardware table)"),
     ("vllm", "gptq"): ((6, 0), "vLLM GPTQ needs compute capability >= 6.0 (vLLM supported-hardware table)"),
+    ("vllm", "int8"): ((7, 5), "vLLM INT8 W8A8 kernels need compute capability >= 7.5 (vLLM supported-hardware "
+                               "table: INT8 W8A8 from Turing)"),
     ("*", "bf16"): ((8, 0), "bfloat16 needs compute capability >= 8.0 (Ampere); use F16 on older GPUs"),
 }

@@ -27,10 +27,9 @@ deepseek2, at F16, Q8_0, Q6_K-bearing mixes Q4_K_M / Q5_K_M, and (SmolLM2) BF16,
 
 Limits:
 
-* what is measured is the tensor inventory of ``recommender.arch``: DeepSeek-V2 is its legacy MLA layout (an
-  unsplit ``attn_kv_b``, no absorbed ``attn_k_b`` / ``attn_v_b``), which llama.cpp runs as plain multi-head
-  attention with a full-size KV cache -- current DeepSeek GGUFs use the absorbed layout and a compressed cache;
-  RoPE helper tables (``rope_freqs``, Phi-3 ``rope_factors_*``) are not written (a few hundred bytes, no speed
+* what is measured is the tensor inventory of ``recommender.arch``: DeepSeek-V2/V3 / Kimi-K2 in the split MLA
+  layout current converters write (``attn_k_b`` / ``attn_v_b``, ``key_length_mla``), so llama.cpp runs them with the
+  compressed latent cache; RoPE helper tables (``rope_freqs``, Phi-3 ``rope_factors_*``) are not written (a few hundred bytes, no speed
   effect);
 * weights repeat with the pool period (8 MiB per ggml type); the router is random too, so MoE routing spreads tokens
   over the experts but not with a trained model's skew;
@@ -240,15 +239,21 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
     w.add_block_count(spec.num_layers)
     w.add_feed_forward_length(spec.intermediate_size or spec.moe_intermediate_size)
     w.add_head_count(spec.num_attention_heads)
-    w.add_head_count_kv(spec.num_kv_heads)
     if spec.is_mla:
-        # legacy (non-absorbed) MLA layout, the one recommender.arch lists: attn_kv_b unsplit, no key_length_mla
-        w.add_key_length(spec.qk_nope_head_dim + spec.qk_rope_head_dim)
-        w.add_value_length(spec.v_head_dim)
+        # the split MLA layout recommender.arch lists (attn_k_b / attn_v_b), with the keys convert_hf_to_gguf.py
+        # writes for it (DeepseekV2Model.set_gguf_parameters): MQA over the latent -- one KV head whose key is
+        # kv_lora_rank + rope wide and whose value is kv_lora_rank wide -- and the per-head sizes in *_mla. llama.cpp
+        # then caches the compressed latent (hparams.is_mla(): n_embd_head_k_mla != 0).
+        w.add_head_count_kv(1)
+        w.add_key_length(spec.kv_lora_rank + spec.qk_rope_head_dim)
+        w.add_value_length(spec.kv_lora_rank)
+        w.add_key_length_mla(spec.qk_nope_head_dim + spec.qk_rope_head_dim)
+        w.add_value_length_mla(spec.v_head_dim)
         w.add_rope_dimension_count(spec.qk_rope_head_dim)
         w.add_q_lora_rank(spec.q_lora_rank)
         w.add_kv_lora_rank(spec.kv_lora_rank)
     else:
+        w.add_head_count_kv(spec.num_kv_heads)
         w.add_key_length(hd)
         w.add_value_length(hd)
         w.add_rope_dimension_count(hd)
