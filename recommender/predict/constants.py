@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 MIB = 1024**2
 
-ESTIMATE_FORMULA_VERSION = "estimate-v1"
+# v2 (branch catalog, issue 16): weights sized by the vendored llama.cpp's per-tensor rules for every ftype, MLA in
+# the split attn_k_b / attn_v_b layout, gpt-oss experts kept in MXFP4; the 155-config catalog
+ESTIMATE_FORMULA_VERSION = "estimate-v2"
 
 
 @dataclass(frozen=True)
