@@ -138,3 +138,27 @@ def test_gpt_oss_q8_0_keeps_the_mxfp4_experts(specs):
     q8 = sum(ggml_nbytes(t, sh) for _n, sh, t in gguf_tensor_types(s, "Q8_0"))
     mx = sum(ggml_nbytes(t, sh) for _n, sh, t in gguf_tensor_types(s, "MXFP4"))
     assert q8 == mx and 11.9e9 < q8 < 12.11e9
+
+
+H200_QUANT_TYPES = SOURCES_DIR / "measurements" / "h200-quant-types.csv"
+
+
+def test_gguf_sizes_match_llama_quantize_output():
+    """Second reference (branch h200): llama-quantize of the vendored llama.cpp run on one synthetic Qwen2.5-7B F16
+    into every GGUF type. Same source file, so the header is the same for every output: each file must be the
+    estimated tensor data plus that one header, to the byte (checked by hand on 18 types before that branch was
+    merged: header 3,862,240 bytes for every type, 3,862,208 for the F16 source)."""
+    if not H200_QUANT_TYPES.is_file():
+        pytest.skip("sources/measurements/h200-quant-types.csv comes with branch h200")
+    refused: list[dict] = []
+    specs = {m.id: m for m in load_models(SOURCES_DIR, refused)}
+    headers = set()
+    with H200_QUANT_TYPES.open(newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["file_bytes"] and "llama-quantize" in r["file_made_by"]]
+    assert len(rows) >= 15
+    for r in rows:
+        s = specs[r["model_id"]]
+        data = sum(ggml_nbytes(t, sh) for _n, sh, t in
+                   gguf_tensor_types(s, r["quant"], imatrix=r["imatrix"] == "True"))
+        headers.add(int(r["file_bytes"]) - data)
+    assert len(headers) == 1 and 0 < headers.pop() < 16_000_000
