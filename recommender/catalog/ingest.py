@@ -18,6 +18,7 @@ from recommender.core.records import ModelSpec, Variant
 from recommender.model.arch import spec_from_config, spec_from_gguf
 from recommender.model.quant import gguf_file_quant
 from recommender.catalog.build import catalog_variants
+from recommender.catalog.hub import checkpoint_kind, fetch, HUB_SOURCE_KIND, parse_hub_ref
 
 _HF_CACHE_RE = re.compile(r"models--(?P<org>[^-][^/]*?)--(?P<name>[^/]+)$")
 
@@ -133,7 +134,24 @@ def from_gguf(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, li
     return spec, variants, {quant: str(path.resolve())}
 
 
-def from_path(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+def from_hub(repo_id: str, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+    """A model from the Hub's config.json and card metadata (recommender.catalog.hub), every quant sized."""
+    m = fetch(repo_id)
+    notes = "; ".join(x for x in (f"base_model {m.base_model}" if m.base_model else "",
+                                  f"pipeline_tag {m.pipeline_tag}" if m.pipeline_tag else "") if x) or None
+    spec = spec_from_config(m.config, model_id=model_id or repo_id,
+                            source=f"{m.endpoint}/{repo_id}@{(m.commit or 'unknown')[:12]}:config.json",
+                            source_kind=HUB_SOURCE_KIND, license=m.license, notes=notes)
+    spec = spec.model_copy(update={"release_date": m.created, "checkpoint": checkpoint_kind(m),
+                                   "modality": "text" if m.pipeline_tag in (None, "text-generation") else
+                                   m.pipeline_tag})
+    return spec, catalog_variants(spec), {}
+
+
+def from_path(path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+    repo = parse_hub_ref(str(path))
+    if repo:
+        return from_hub(repo, model_id)
     path = Path(path)
     if not path.exists():
         raise UserError(f"no such file or folder: {path}", hint="give a config.json, an HF model folder or a .gguf file")

@@ -15,6 +15,7 @@ from recommender.core.paths import base_catalog_path, SOURCES_DIR, user_catalog_
 from recommender.core.units import fmt_bytes, fmt_ms
 from recommender.hardware.profiles import load_profiles, match_profile
 from recommender.catalog.build import build_catalog
+from recommender.catalog.hub import HUB_SOURCE_KIND
 from recommender.catalog.ingest import discover, from_path
 from recommender.catalog.store import UserCatalog
 from recommender.rank.quality import QualityIndex
@@ -105,7 +106,8 @@ def show(model: str = typer.Argument(..., help="HF id or a unique part of its na
 
 
 @app.command("add")
-def add(path: Path = typer.Argument(..., help="A config.json, an HF model folder, or a .gguf file."),
+def add(path: str = typer.Argument(..., help="A config.json, an HF model folder, a .gguf file, or hf:ORG/NAME "
+                                          "(config.json and card metadata from the Hub; endpoint HF_ENDPOINT)."),
         model_id: Optional[str] = typer.Option(None, "--id", help="Catalog id to use (default: from the files)."),
         as_json: bool = typer.Option(False, "--json")) -> None:
     """Add (or update) one model in your own catalog overlay; the shipped catalog is never modified."""
@@ -121,16 +123,37 @@ def add(path: Path = typer.Argument(..., help="A config.json, an HF model folder
              f"{len(variants)} variants) to {user_catalog_path()}")
 
 
+def _user_models():
+    """The models of the user's overlay (origin 'user') in the catalog the CLI opens."""
+    cat = open_catalog()
+    return [s for mid, s in cat.models().items() if cat.origin(mid) == "user"]
+
+
 @app.command("refresh")
-def refresh(directory: Path = typer.Argument(..., help="Folder holding model folders and/or .gguf files."),
+def refresh(directory: Optional[Path] = typer.Argument(None, help="Folder holding model folders and/or .gguf "
+                                                                   "files."),
+            hub: bool = typer.Option(False, "--hub", help="Re-read every model of your catalog that came from the "
+                                                          "Hub (hf:ORG/NAME) from the Hub."),
             skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip unreadable models instead of stopping."),
             as_json: bool = typer.Option(False, "--json")) -> None:
-    """Add or update every model found under a folder, in one transaction."""
+    """Add or update every model found under a folder (or, with --hub, re-read the Hub's), in one transaction."""
 
+    if (directory is None) == (not hub):
+        raise UserError("give a folder or --hub (not both)", hint="recommender catalog refresh ~/models, or "
+                                                                  "recommender catalog refresh --hub")
+    if hub:
+        # source is "<endpoint>/<ORG>/<NAME>@<commit>:config.json" (recommender.catalog.ingest.from_hub)
+        refs = sorted(("hf:" + "/".join(s.source.split("@", 1)[0].split("/")[-2:]), s.id) for s in _user_models()
+                      if s.source_kind == HUB_SOURCE_KIND)
+        if not refs:
+            raise UserError("your catalog has no model added from the Hub", hint="add one: recommender catalog add "
+                                                                                  "hf:ORG/NAME")
+    else:
+        refs = [(p, None) for p in discover(directory)]
     items, skipped = [], []
-    for p in discover(directory):
+    for p, mid in refs:
         try:
-            items.append(from_path(p))
+            items.append(from_path(p, mid))
         except UserError as e:
             if not skip_bad:
                 raise UserError(f"{e.message} (nothing was added)",
