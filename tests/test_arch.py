@@ -94,12 +94,13 @@ def test_every_catalog_config_parses_or_is_refused_with_a_reason():
             refused[model] = e.message
             continue
         assert s.params_total > 0 and 0 < s.params_active <= s.params_total
-    for model in ("Qwen/Qwen3-Next-80B-A3B-Instruct", "nvidia/Nemotron-H-56B-Base-8K", "google/gemma-4-31B",
+    for model in ("Qwen/Qwen3.5-27B", "nvidia/Nemotron-H-56B-Base-8K", "google/gemma-4-31B",
                   "meta-llama/Llama-3.2-11B-Vision-Instruct", "LiquidAI/LFM2.5-VL-1.6B",
                   "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "deepseek-ai/DeepSeek-V3.2"):
         assert model in refused, model
     for model in ("openai/gpt-oss-20b", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "moonshotai/Kimi-K2-Instruct",
-                  "baidu/ERNIE-4.5-21B-A3B-Thinking", "mistralai/Voxtral-Mini-3B-2507"):
+                  "baidu/ERNIE-4.5-21B-A3B-Thinking", "mistralai/Voxtral-Mini-3B-2507",
+                  "Qwen/Qwen3-Next-80B-A3B-Instruct"):
         assert model not in refused, model
 
 
@@ -109,8 +110,8 @@ def test_refused_config_is_left_out_of_the_build_with_its_reason(tmp_path):
     refused: list[dict] = []
     models = {m.id for m in load_models(SOURCES_DIR, refused)}
     reasons = {r["model"]: r["reason"] for r in refused}
-    assert "Qwen/Qwen3-Next-80B-A3B-Instruct" in reasons and "Qwen/Qwen3-Next-80B-A3B-Instruct" not in models
-    assert "linear-attention" in reasons["Qwen/Qwen3-Next-80B-A3B-Instruct"]
+    assert "Qwen/Qwen3.5-27B" in reasons and "Qwen/Qwen3.5-27B" not in models
+    assert "linear-attention" in reasons["Qwen/Qwen3.5-27B"]
     assert len(models) + len(refused) == len(FILES)
 
 

@@ -42,15 +42,18 @@ def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdo
         rows.append({"id": mid, "architecture": s.architecture, "params_total": s.params_total,
                      "params_active": s.params_active, "max_context_tokens": s.max_position_embeddings,
                      "quants": sorted(q for (m, q) in variants if m == mid), "source": s.source,
-                     "source_kind": s.source_kind, "license": s.license, "origin": cat.origin(mid)})
+                     "source_kind": s.source_kind, "license": s.license, "origin": cat.origin(mid),
+                     "checkpoint": s.checkpoint, "modality": s.modality, "release_date": s.release_date,
+                     "structure": s.structure})
     if as_json:
         emit_json(rows)
         return
-    t = Table(title=f"{len(rows)} models")
-    for col in ("model", "architecture", "params", "active", "max ctx", "quants", "origin", "source"):
+    chat = sum(1 for r in rows if (r["checkpoint"] or "").startswith(("instruct", "reasoning")))
+    t = Table(title=f"{len(rows)} models ({chat} instruct / chat / reasoning checkpoints)")
+    for col in ("model", "kind", "architecture", "params", "active", "max ctx", "quants", "origin", "source"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["id"], r["architecture"], _human_params(r["params_total"]),
+        t.add_row(r["id"], r["checkpoint"] or "?", r["architecture"], _human_params(r["params_total"]),
                   _human_params(r["params_active"]) if r["params_active"] != r["params_total"] else "",
                   str(r["max_context_tokens"]), str(len(r["quants"])), r["origin"], r["source"])
     stdout_console().print(t)

@@ -49,6 +49,7 @@ GGUF_ARCH = {
     "qwen3_vl_text": "qwen3vl", "qwen3_vl_moe_text": "qwen3vlmoe", "qwen2_5_vl": "qwen2vl",
     "qwen2_5_vl_text": "qwen2vl", "mistral3": "mistral3", "ministral3": "mistral3", "phi3_v": "phi3",
     "olmo2": "olmo2", "cohere": "command-r", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
+    "qwen3_next": "qwen3next",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -58,13 +59,12 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "llama4": "llama4_text", "ernie4_5-moe": "ernie4_5_moe", "qwen3vl": "qwen3_vl_text",
     "qwen3vlmoe": "qwen3_vl_moe_text", "qwen2vl": "qwen2_5_vl", "mistral3": "mistral3", "olmo2": "olmo2",
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
+    "qwen3next": "qwen3_next",
 }
 
 # Model types seen in real configs whose weights or memory this code cannot size correctly, and why. A config of
 # any type outside GGUF_ARCH is refused; these get a specific reason.
 UNSUPPORTED_REASONS = {
-    "qwen3_next": "hybrid Gated DeltaNet linear-attention layers (ssm_* tensors, a fixed recurrent state instead of "
-                  "a growing KV cache) are not modelled",
     "qwen3_5_text": "hybrid Gated DeltaNet linear-attention layers are not modelled",
     "qwen3_5_moe_text": "hybrid Gated DeltaNet linear-attention layers are not modelled",
     "nemotron_h": "hybrid Mamba-2 / attention layers (ssm_* tensors, per-layer block pattern) are not modelled",
@@ -116,7 +116,7 @@ _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "cohere"}
 
 # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True); StableLM-2 when use_qkv_bias (read below)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}
-_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
                   "exaone4"}
 _POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
 
@@ -310,6 +310,21 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     bias = cfg.get("attention_bias", cfg.get("bias", cfg.get("use_qkv_bias", False)))
     dtype = _first(cfg, "torch_dtype", "dtype")
 
+    linear: dict[str, int] = {}
+    if model_type == "qwen3_next":
+        # transformers Qwen3NextConfig; the MTP block: convert_hf_to_gguf.py keeps it unless --no-mtp, and the
+        # Qwen3-Next config does not state mtp_num_hidden_layers (the converter counts the checkpoint's mtp.* layers:
+        # one for the published Qwen3-Next-80B-A3B checkpoints)
+        linear = {k: _as_int(get(c), c, model_id) for k, c in (
+            ("full_attention_interval", "full_attention_interval"), ("linear_num_key_heads", "linear_num_key_heads"),
+            ("linear_num_value_heads", "linear_num_value_heads"), ("linear_key_head_dim", "linear_key_head_dim"),
+            ("linear_value_head_dim", "linear_value_head_dim"), ("linear_conv_kernel", "linear_conv_kernel_dim"))}
+        if not linear["full_attention_interval"]:
+            raise _bad(f"config for {model_id}: full_attention_interval must be positive")
+        linear["nextn_layers"] = _as_int(get("mtp_num_hidden_layers", required=False, default=1), "mtp_num_hidden_layers",
+                                         model_id)
+        if n_shared == 0 and shared_ff:
+            n_shared = 1
     if used_defaults:
         extra = f"library defaults used for keys absent from config.json: {', '.join(used_defaults)}"
         notes = f"{notes}; {extra}" if notes else extra
@@ -325,7 +340,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         num_experts=n_experts, num_experts_per_tok=top_k, moe_intermediate_size=moe_ff,
         num_shared_experts=n_shared, shared_expert_intermediate_size=shared_ff, first_k_dense_layers=first_dense,
         kv_lora_rank=kv_lora, q_lora_rank=q_lora, qk_rope_head_dim=qk_rope, qk_nope_head_dim=qk_nope,
-        v_head_dim=v_head, moe_layer_step=moe_step, source=source, source_kind=source_kind, license=license,
+        v_head_dim=v_head, moe_layer_step=moe_step, **linear, source=source, source_kind=source_kind, license=license,
         notes=notes,
     )
     total, active = param_counts(spec)
@@ -368,6 +383,13 @@ class ArchKey(NamedTuple):
     qk_nope_head_dim: int
     v_head_dim: int
     moe_layer_step: int = 1
+    full_attention_interval: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    nextn_layers: int = 0
 
 
 def gguf_arch(spec: ModelSpec) -> str:
@@ -387,7 +409,9 @@ def arch_key(spec: ModelSpec) -> ArchKey:
                    spec.num_experts_per_tok, spec.moe_intermediate_size, spec.num_shared_experts,
                    spec.shared_expert_intermediate_size, spec.first_k_dense_layers, spec.kv_lora_rank,
                    spec.q_lora_rank, spec.qk_rope_head_dim, spec.qk_nope_head_dim, spec.v_head_dim,
-                   spec.moe_layer_step)
+                   spec.moe_layer_step, spec.full_attention_interval, spec.linear_num_key_heads,
+                   spec.linear_num_value_heads, spec.linear_key_head_dim, spec.linear_value_head_dim,
+                   spec.linear_conv_kernel, spec.nextn_layers)
 
 
 def raw_inventory(spec: ModelSpec) -> tuple[RawTensor, ...]:
@@ -412,15 +436,21 @@ _ALWAYS_TIED = {"command-r"}  # command-r.cpp: output = token_embd (TENSOR_DUPLI
 @lru_cache(maxsize=1024)
 def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
     (arch, H, L, nh, nkv, hd, ff, V, tied, qkv_bias, qk_norm, extra_norms,
-     E, _top_k, ff_exp, n_shared, ff_sh, first_dense, kv_lora, q_lora, qk_rope, qk_nope, v_hd, _step) = key
+     E, _top_k, ff_exp, n_shared, ff_sh, first_dense, kv_lora, q_lora, qk_rope, qk_nope, v_hd, _step,
+     full_every, lin_kh, lin_vh, lin_kd, lin_vd, conv_k, nextn) = key
     fused_qkv = arch in _FUSED_QKV_GGUF
     fused_up = arch in _FUSED_GATE_UP_GGUF
     gpt_oss = arch == "gpt-oss"
     out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
     q_dim, kv_dim = nh * hd, nkv * hd
-    for i in range(L):
+    next_ = arch == "qwen3next"
+    for i in range(L + nextn):
         b = f"blk.{i}."
         t: list[tuple] = []  # (name, shape) or (name, shape, expert_count)
+        if next_:
+            t += _qwen3next_block(key, i, b)
+            out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
+            continue
         if arch not in _POST_NORM_ONLY:
             t += [(b + "attn_norm.weight", (H,))]
             if arch in _NORM_BIAS:
@@ -488,6 +518,39 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
     if not tied and arch not in _ALWAYS_TIED:
         out.append(("output.weight", (H, V), -1, 1))
     return tuple(out)
+
+
+def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
+    """One Qwen3-Next block as convert_hf_to_gguf.py (conversion/qwen.py Qwen3NextModel) writes it and
+    src/models/qwen3next.cpp loads it: full attention with a gated q (attn_q is 2 x n_head x head_dim wide) every
+    full_attention_interval-th layer, Gated DeltaNet layers otherwise (attn_qkv + attn_gate from in_proj_qkvz,
+    ssm_conv1d, ssm_dt / ssm_a per value head, ssm_beta_alpha from in_proj_ba, ssm_norm, ssm_out), an MoE block
+    with a gated shared expert in every layer. Layers >= num_layers are the MTP (NextN) blocks the converter keeps by
+    default: a full-attention block plus eh_proj, enorm, hnorm and shared_head_norm."""
+    H, nh, nkv, hd, E = key.hidden_size, key.num_attention_heads, key.num_kv_heads, key.head_dim, key.num_experts
+    ff_exp, ff_sh = key.moe_intermediate_size, key.shared_expert_intermediate_size
+    mtp = i >= key.num_layers
+    t: list[tuple] = [(b + "attn_norm.weight", (H,)), (b + "post_attention_norm.weight", (H,))]
+    if mtp or (i + 1) % key.full_attention_interval == 0:
+        t += [(b + "attn_q.weight", (H, 2 * nh * hd)), (b + "attn_k.weight", (H, nkv * hd)),
+              (b + "attn_v.weight", (H, nkv * hd)), (b + "attn_output.weight", (nh * hd, H)),
+              (b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
+    else:
+        key_dim, value_dim = key.linear_key_head_dim * key.linear_num_key_heads, \
+            key.linear_value_head_dim * key.linear_num_value_heads
+        t += [(b + "attn_qkv.weight", (H, 2 * key_dim + value_dim)), (b + "attn_gate.weight", (H, value_dim)),
+              (b + "ssm_conv1d.weight", (key.linear_conv_kernel, 2 * key_dim + value_dim)),
+              (b + "ssm_dt.bias", (key.linear_num_value_heads,)), (b + "ssm_a", (key.linear_num_value_heads,)),
+              (b + "ssm_beta_alpha.weight", (H, 2 * key.linear_num_value_heads)),
+              (b + "ssm_norm.weight", (key.linear_value_head_dim,)), (b + "ssm_out.weight", (value_dim, H))]
+    t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "ffn_gate_exps.weight", (H, ff_exp, E), E),
+          (b + "ffn_up_exps.weight", (H, ff_exp, E), E), (b + "ffn_down_exps.weight", (ff_exp, H, E), E),
+          (b + "ffn_gate_inp_shexp.weight", (H,)), (b + "ffn_gate_shexp.weight", (H, ff_sh)),
+          (b + "ffn_up_shexp.weight", (H, ff_sh)), (b + "ffn_down_shexp.weight", (ff_sh, H))]
+    if mtp:
+        t += [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
+              (b + "nextn.hnorm.weight", (H,)), (b + "nextn.shared_head_norm.weight", (H,))]
+    return t
 
 
 def tensor_inventory(spec: ModelSpec) -> list[TensorInfo]:
