@@ -524,7 +524,7 @@ def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
     """One Qwen3-Next block as convert_hf_to_gguf.py (conversion/qwen.py Qwen3NextModel) writes it and
     src/models/qwen3next.cpp loads it: full attention with a gated q (attn_q is 2 x n_head x head_dim wide) every
     full_attention_interval-th layer, Gated DeltaNet layers otherwise (attn_qkv + attn_gate from in_proj_qkvz,
-    ssm_conv1d, ssm_dt / ssm_a per value head, ssm_beta_alpha from in_proj_ba, ssm_norm, ssm_out), an MoE block
+    ssm_conv1d, ssm_dt / ssm_a per value head, ssm_ba from in_proj_ba, ssm_norm, ssm_out), an MoE block
     with a gated shared expert in every layer. Layers >= num_layers are the MTP (NextN) blocks the converter keeps by
     default: a full-attention block plus eh_proj, enorm, hnorm and shared_head_norm."""
     H, nh, nkv, hd, E = key.hidden_size, key.num_attention_heads, key.num_kv_heads, key.head_dim, key.num_experts
@@ -541,7 +541,7 @@ def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
         t += [(b + "attn_qkv.weight", (H, 2 * key_dim + value_dim)), (b + "attn_gate.weight", (H, value_dim)),
               (b + "ssm_conv1d.weight", (key.linear_conv_kernel, 2 * key_dim + value_dim)),
               (b + "ssm_dt.bias", (key.linear_num_value_heads,)), (b + "ssm_a", (key.linear_num_value_heads,)),
-              (b + "ssm_beta_alpha.weight", (H, 2 * key.linear_num_value_heads)),
+              (b + "ssm_ba.weight", (H, 2 * key.linear_num_value_heads)),
               (b + "ssm_norm.weight", (key.linear_value_head_dim,)), (b + "ssm_out.weight", (value_dim, H))]
     t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "ffn_gate_exps.weight", (H, ff_exp, E), E),
           (b + "ffn_up_exps.weight", (H, ff_exp, E), E), (b + "ffn_down_exps.weight", (ff_exp, H, E), E),

@@ -236,7 +236,7 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
     w.add_vocab_size(spec.vocab_size)
     w.add_context_length(spec.max_position_embeddings or DEFAULT_CONTEXT)
     w.add_embedding_length(spec.hidden_size)
-    w.add_block_count(spec.num_layers)
+    w.add_block_count(spec.num_layers + spec.nextn_layers)  # the converter counts appended MTP blocks in
     w.add_feed_forward_length(spec.intermediate_size or spec.moe_intermediate_size)
     w.add_head_count(spec.num_attention_heads)
     if spec.is_mla:
@@ -256,7 +256,7 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_head_count_kv(spec.num_kv_heads)
         w.add_key_length(hd)
         w.add_value_length(hd)
-        w.add_rope_dimension_count(hd)
+        w.add_rope_dimension_count(hd // 4 if arch == "qwen3next" else hd)  # Qwen3-Next partial_rotary_factor 0.25
     w.add_layer_norm_rms_eps(_RMS_EPS.get(arch, 1e-6))
     w.add_rope_freq_base(_ROPE_FREQ_BASE.get(arch, 10_000.0))
     if spec.num_experts:
@@ -272,6 +272,16 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
                 w.add_expert_shared_count(0)  # required by llama.cpp's deepseek2 loader
             w.add_expert_weights_scale(1.0)
             w.add_leading_dense_block_count(spec.first_k_dense_layers)
+    if arch == "qwen3next":
+        # conversion/qwen.py Qwen3NextModel.set_gguf_parameters
+        w.add_ssm_conv_kernel(spec.linear_conv_kernel)
+        w.add_ssm_state_size(spec.linear_key_head_dim)
+        w.add_ssm_group_count(spec.linear_num_key_heads)
+        w.add_ssm_time_step_rank(spec.linear_num_value_heads)
+        w.add_ssm_inner_size(spec.linear_value_head_dim * spec.linear_num_value_heads)
+        w.add_full_attention_interval(spec.full_attention_interval)
+        if spec.nextn_layers:
+            w.add_nextn_predict_layers(spec.nextn_layers)
     if arch == "gemma2":
         w.add_sliding_window(spec.sliding_window or 4096)
         if spec.num_swa_layers and spec.num_swa_layers != (spec.num_layers + 1) // 2:
