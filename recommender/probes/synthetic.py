@@ -62,8 +62,10 @@ SYNTHETIC_VERSION = 1  # bump when the file layout / metadata written here chang
 WEIGHT_STD = 0.02  # standard deviation of the (dequantized) random matrix weights
 POOL_BYTES = 8 << 20  # bytes of random data made per ggml type; tensors are written from it cyclically
 
-# catalog quantization -> llama_ftype (gguf.LlamaFileType / llama.h), the general.file_type llama-quantize writes
-FILE_TYPE = {"F16": 1, "BF16": 32, "Q8_0": 7, "Q6_K": 18, "Q5_K_M": 17, "Q4_K_M": 15, "Q4_0": 2, "Q4_1": 3}
+# catalog quantization -> llama_ftype (gguf.LlamaFileType / llama.h), the general.file_type llama-quantize writes, for
+# the types this writer makes (K-quants Q2_K/Q3_K and the I-quants need llama-quantize of a synthetic F16)
+FILE_TYPE = {"F16": 1, "BF16": 32, "Q8_0": 7, "Q6_K": 18, "Q5_K_M": 17, "Q5_K_S": 16, "Q4_K_M": 15, "Q4_K_S": 14,
+             "Q4_0": 2, "Q4_1": 3, "Q5_0": 8, "Q5_1": 9}
 GGML_QNT_VERSION = 2  # ggml.h GGML_QNT_VERSION, written by llama-quantize as general.quantization_version
 
 # Typical hyper-parameters of each architecture, for keys a ModelSpec does not carry. None of them changes the
