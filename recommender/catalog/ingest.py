@@ -15,11 +15,12 @@ from typing import Optional
 
 from recommender.core.errors import UserError
 from recommender.core.records import ModelSpec, Variant
-from recommender.model.arch import spec_from_config, spec_from_gguf
+from recommender.model.arch import GGUF_ARCH, spec_from_config, spec_from_gguf
 from recommender.model.quant import gguf_file_quant
 from recommender.catalog.build import catalog_variants
 from recommender.catalog.hub import checkpoint_kind, fetch, HUB_SOURCE_KIND, parse_hub_ref
 
+SIZED_GGUF_ARCHS = frozenset(GGUF_ARCH.values())  # GGUF architectures whose other quantizations can be estimated
 _HF_CACHE_RE = re.compile(r"models--(?P<org>[^-][^/]*?)--(?P<name>[^/]+)$")
 
 
@@ -130,7 +131,14 @@ def from_gguf(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, li
                        bits_per_weight=round(8 * info.tensor_data_bytes / spec.params_total, 4)
                        if spec.params_total else 0.0,
                        weights_bytes_provenance="measured", basis=f"tensor sizes in the GGUF header of {path.name}")
-    variants = [v for v in variants if v.quant != quant] + [measured]
+    if info.architecture not in SIZED_GGUF_ARCHS:
+        # the file's own tensors are exact; other quantizations would be sized from a layout this code does not
+        # have for the architecture, so none is estimated
+        variants = [measured]
+        spec = spec.model_copy(update={"notes": f"{spec.notes}; architecture {info.architecture} is not modelled: "
+                                                "only this file's quantization (measured) is in the catalog"})
+    else:
+        variants = [v for v in variants if v.quant != quant] + [measured]
     return spec, variants, {quant: str(path.resolve())}
 
 
