@@ -68,7 +68,7 @@ REFUSED_META_KEY = "refused_models"  # meta: JSON [{"model": id, "reason": ...}]
 
 def load_models(sources: Path, refused: list[dict] | None = None) -> list[ModelSpec]:
     """Every config in sources.csv as a ModelSpec. A config whose architecture cannot be sized correctly is left out
-    and appended to ``refused`` as {"model", "reason"} (or raises when ``refused`` is None)."""
+    (and appended to ``refused`` as {"model", "reason"} when a list is given)."""
 
     index = sources / "configs" / "sources.csv"
     specs = []
@@ -85,7 +85,7 @@ def load_models(sources: Path, refused: list[dict] | None = None) -> list[ModelS
                                         license=row.get("model_license") or None, notes=notes)
             except UnsupportedArchitecture as e:
                 if refused is None:
-                    raise
+                    continue
                 refused.append({"model": row["model"], "reason": e.message})
                 continue
             facts = {k: (row.get(k) or None) for k in ("checkpoint", "modality", "release_date", "structure")}
