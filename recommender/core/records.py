@@ -81,6 +81,24 @@ class ModelSpec(Strict):
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    # Layers with an MoE block: layer i (i >= first_k_dense_layers) is MoE when (i + 1) % moe_layer_step == 0
+    # (Llama-4 interleave_moe_layer_step, ERNIE-4.5 moe_layer_interval); other layers use the dense MLP.
+    moe_layer_step: int = 1
+    # Hybrid linear attention (Qwen3-Next Gated DeltaNet): layer i is full attention when
+    # (i + 1) % full_attention_interval == 0, every other layer is a linear-attention layer holding a fixed recurrent
+    # state (conv + delta-rule state) instead of a growing KV cache. 0 = no linear layers.
+    full_attention_interval: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    nextn_layers: int = 0  # multi-token-prediction blocks the GGUF converter appends after the trunk (weights only)
+    # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
+    # checkpoint kind is the field `checkpoint` below
+    modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)
+    release_date: Optional[str] = None
+    structure: Optional[str] = None  # dense / MoE / MLA / sliding-window summary
     # Derived from the fields above (recommender.arch); not published numbers.
     params_total: int = 0
     params_active: int = 0
@@ -114,6 +132,12 @@ class ModelSpec(Strict):
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
 
+    @property
+    def num_linear_attn_layers(self) -> int:
+        """Trunk layers without a KV cache (linear attention); 0 for a plain transformer."""
+        k = self.full_attention_interval
+        return self.num_layers - self.num_layers // k if k else 0
+
 
 class TensorInfo(Strict):
     """One weight tensor as llama.cpp names it (GGUF naming), shape as (ne0 = input dim, ne1 = rows, ...)."""
@@ -133,7 +157,7 @@ class TensorInfo(Strict):
 
 class QuantSpec(Strict):
     name: str  # "Q4_K_M", "F16", "AWQ-4bit", ...
-    family: Literal["float", "gguf", "awq", "gptq", "fp8"]
+    family: Literal["float", "gguf", "awq", "gptq", "fp8", "int8", "bnb"]
     engines: list[str]
     nominal_bits: float
     description: str = ""

@@ -127,7 +127,7 @@ def kv_elements_per_token_per_layer(spec: ModelSpec, engine: str) -> int:
 
 def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
     per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
-    return int(round(per_layer * spec.num_layers))
+    return int(round(per_layer * attention_layers(spec)))
 
 
 def _round_up(n: int, multiple: int) -> int:
@@ -148,9 +148,36 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
             # llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp): size_swa = GGML_PAD(min(size_base, n_swa + n_ubatch),
             # 256) cells per sequence stream (kv_unified off, the default): the window plus one micro-batch
             swa_tokens = min(ctx, _round_up(spec.sliding_window + int(C.LLAMA_CPP_N_UBATCH.value), pad))
-    full_layers = spec.num_layers - spec.num_swa_layers
+    full_layers = attention_layers(spec) - spec.num_swa_layers
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
-    return int(round(per_layer_token * tokens * batch))
+    return int(round(per_layer_token * tokens * batch)) + recurrent_state_bytes(spec, batch)
+
+
+def attention_layers(spec: ModelSpec) -> int:
+    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next)."""
+    return spec.num_layers - spec.num_linear_attn_layers
+
+
+# llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
+RECURRENT_STATE_BYTES = 4
+
+
+def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
+    """Fixed per-sequence state of the linear-attention layers of a hybrid model, independent of context length.
+
+    llama.cpp src/llama-hparams.cpp: conv state n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state) and
+    delta-rule state n_embd_s = d_state x d_inner per layer and sequence, with (Qwen3-Next, conversion/qwen.py)
+    d_state = linear_key_head_dim, n_group = linear_num_key_heads, d_inner = linear_value_head_dim x
+    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32.
+    """
+    n = spec.num_linear_attn_layers
+    if not n:
+        return 0
+    d_inner = spec.linear_value_head_dim * spec.linear_num_value_heads
+    d_state, n_group = spec.linear_key_head_dim, spec.linear_num_key_heads
+    conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)
+    state = d_state * d_inner
+    return n * (conv + state) * RECURRENT_STATE_BYTES * batch
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -183,7 +210,7 @@ def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tupl
     embd = spec.vocab_size * spec.hidden_size
     out_proj = 0 if spec.tie_word_embeddings else embd
     matmul = _dense_matmul_params(spec, embd) - out_proj
-    full = spec.num_layers - spec.num_swa_layers
+    full = attention_layers(spec) - spec.num_swa_layers
     pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
                                                                                             spec.sliding_window)
     attn = 4.0 * _heads_dim(spec) * pairs
@@ -199,7 +226,7 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
     """One decode step: 2 x active params plus attention over the cached context (the window on SWA layers)."""
     embd = spec.vocab_size * spec.hidden_size
     matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
-    full = spec.num_layers - spec.num_swa_layers
+    full = attention_layers(spec) - spec.num_swa_layers
     keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
     return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys)
 

@@ -14,7 +14,10 @@ from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed
 
 MIB = 1024**2
 
-ESTIMATE_FORMULA_VERSION = "estimate-v2"  # v2: llama.cpp speed per GPU family (FAMILY_SPEEDS)
+# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS). v3: v2 plus (branch catalog, issue 16) weights sized by the
+# vendored llama.cpp's per-tensor rules for every ftype, MLA in the split attn_k_b / attn_v_b layout, gpt-oss experts
+# kept in MXFP4; the 155-config catalog
+ESTIMATE_FORMULA_VERSION = "estimate-v3"
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,8 @@ MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
     ("vllm", "fp8"): ((8, 9), "FP8 W8A8 kernels need Ada/Hopper, compute capability >= 8.9 (vLLM quantization docs)"),
     ("vllm", "awq"): ((7, 5), "vLLM AWQ kernels need compute capability >= 7.5 (vLLM supported-hardware table)"),
     ("vllm", "gptq"): ((6, 0), "vLLM GPTQ needs compute capability >= 6.0 (vLLM supported-hardware table)"),
+    ("vllm", "int8"): ((7, 5), "vLLM INT8 W8A8 kernels need compute capability >= 7.5 (vLLM supported-hardware "
+                               "table: INT8 W8A8 from Turing)"),
     ("*", "bf16"): ((8, 0), "bfloat16 needs compute capability >= 8.0 (Ampere); use F16 on older GPUs"),
 }
 
