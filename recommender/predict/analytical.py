@@ -13,7 +13,7 @@ Predictor's (recommender.predict.predictor): this module only computes the analy
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from pydantic import Field
 
@@ -398,16 +398,37 @@ def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int
             "prompt x batch x intermediate x TORCH_ACTIVATION_COPIES x 2 B + last-token logits (f32)")
 
 
-def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
-             batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
-             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
-             gpu_layers: Optional[int] = None) -> Estimate:
-    """Estimate memory and latency of one candidate configuration on one GPU.
+class Memory(NamedTuple):
+    """The memory terms of one configuration (estimate's first half; recommend's memory-first pre-pass reads only
+    these): bytes, and the bases of the compute buffer and the runtime overhead."""
 
-    ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
-    tensor by tensor. ``gpu_layers`` (llama.cpp only) is llama.cpp's n_gpu_layers: the output layer counts as one
-    layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
-    num_layers + 1 or more, means every block and the output layer on the GPU."""
+    kv_dtype: str
+    gpu_layers: Optional[int]
+    prompt_tokens: int
+    n_layers: int
+    weights_bytes: int
+    embd_bytes: int
+    expert_bytes: int
+    provenance: Provenance
+    host_bytes: int
+    gpu_weights_bytes: int
+    kv_bytes_per_token: int
+    kv_total_bytes: int
+    gpu_frac: float
+    host_layer_bytes: int
+    kv_gpu_bytes: int
+    compute_bytes: int
+    compute_basis: str
+    runtime_bytes: int
+    runtime_basis: str
+    total_bytes: int
+
+
+def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int, batch: int = 1,
+           prompt_tokens: Optional[int] = None, output_tokens: int = 256, kv_dtype: Optional[str] = None,
+           variant: Optional[Variant] = None, gpu_layers: Optional[int] = None) -> Memory:
+    """GPU memory of one configuration (the arguments as ``estimate``): weights on the GPU + KV cache + compute
+    buffer + runtime overhead. ``estimate`` computes its memory figures here, so the two never differ."""
     kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
     if kv_dtype not in C.ENGINE_KV_DTYPES[engine]:
         raise ValueError(f"KV dtype {kv_dtype} is not one {engine} offers ({', '.join(C.ENGINE_KV_DTYPES[engine])})")
@@ -421,16 +442,11 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             raise ValueError(f"gpu_layers must be >= 0, not {gpu_layers}")
     if prompt_tokens is None:
         prompt_tokens = max(context_tokens - output_tokens, 1)
-    family = _family(quant)
     if variant is not None:
         wbytes, embd_b, expert_b = variant.weights_bytes, variant.embedding_bytes, variant.expert_bytes
         weights_provenance = variant.weights_bytes_provenance
     else:
         (wbytes, embd_b, expert_b), weights_provenance = variant_bytes(spec, quant), "estimated"
-    notes: list[str] = []
-    basis: dict[str, str] = {"formula": C.ESTIMATE_FORMULA_VERSION}
-
-    # --- memory -----------------------------------------------------------------------------------------
     host = 0
     if engine == "llama.cpp" and hw.backend not in ("metal", "cpu"):
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
@@ -461,6 +477,36 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                               if engine == "llama.cpp" else _compute_buffer(spec, engine, quant, prompt_tokens, batch))
     runtime, runtime_basis = _runtime_overhead(engine, hw)
     total = gpu_weights + kv_gpu + compute + runtime
+    return Memory(kv_dtype, gpu_layers, prompt_tokens, n_layers, wbytes, embd_b, expert_b, weights_provenance, host,
+                  gpu_weights, kv_pt, kv_total, gpu_frac, host_layer_bytes, kv_gpu, compute, compute_basis, runtime,
+                  runtime_basis, total)
+
+
+def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
+             batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
+             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
+             gpu_layers: Optional[int] = None, mem: Optional[Memory] = None) -> Estimate:
+    """Estimate memory and latency of one candidate configuration on one GPU.
+
+    ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
+    tensor by tensor. ``gpu_layers`` (llama.cpp only) is llama.cpp's n_gpu_layers: the output layer counts as one
+    layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
+    num_layers + 1 or more, means every block and the output layer on the GPU. ``mem``: ``memory()`` of these same
+    arguments, when the caller has it already (recommend's memory-first pre-pass)."""
+    m = mem or memory(spec, quant, engine, hw, context_tokens=context_tokens, batch=batch,
+                      prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant,
+                      gpu_layers=gpu_layers)
+    kv_dtype, gpu_layers, prompt_tokens, n_layers = m.kv_dtype, m.gpu_layers, m.prompt_tokens, m.n_layers
+    wbytes, expert_b, weights_provenance = m.weights_bytes, m.expert_bytes, m.provenance
+    host, gpu_weights, kv_pt, kv_total = m.host_bytes, m.gpu_weights_bytes, m.kv_bytes_per_token, m.kv_total_bytes
+    gpu_frac, host_layer_bytes = m.gpu_frac, m.host_layer_bytes
+    compute, compute_basis, runtime, runtime_basis = m.compute_bytes, m.compute_basis, m.runtime_bytes, m.runtime_basis
+    total = m.total_bytes
+    family = _family(quant)
+    notes: list[str] = []
+    basis: dict[str, str] = {"formula": C.ESTIMATE_FORMULA_VERSION}
+
+    # --- memory -----------------------------------------------------------------------------------------
     basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
                        f"[{runtime_basis}]")
     if gpu_layers is not None:
@@ -556,8 +602,8 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     else:
         notes.append(f"latency unknown: the {hw.name} profile has no sourced memory bandwidth")
 
-    # model_construct: every field is computed above from validated records (recommend builds ~1,300 of these)
-    return Estimate.model_construct(
+    # trusted (model_construct without its per-field overhead): every field is computed above from validated records
+    return Estimate.trusted(
         model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
         prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
         weights_bytes=wbytes,
