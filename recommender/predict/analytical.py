@@ -485,14 +485,16 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
 def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
              batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
              kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
-             gpu_layers: Optional[int] = None, mem: Optional[Memory] = None) -> Estimate:
+             gpu_layers: Optional[int] = None, mem: Optional[Memory] = None,
+             kernel_factors: bool = True) -> Estimate:
     """Estimate memory and latency of one candidate configuration on one GPU.
 
     ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
     tensor by tensor. ``gpu_layers`` (llama.cpp only) is llama.cpp's n_gpu_layers: the output layer counts as one
     layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
     num_layers + 1 or more, means every block and the output layer on the GPU. ``mem``: ``memory()`` of these same
-    arguments, when the caller has it already (recommend's memory-first pre-pass)."""
+    arguments, when the caller has it already (recommend's memory-first pre-pass). ``kernel_factors=False``: without
+    llama.cpp's per-type kernel speeds (constants.QUANT_KERNEL_SPEEDS; bench/quant_kernels.py derives them)."""
     m = mem or memory(spec, quant, engine, hw, context_tokens=context_tokens, batch=batch,
                       prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant,
                       gpu_layers=gpu_layers)
@@ -576,8 +578,18 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
     ttft = tpot = None
     intervals: dict[str, tuple[float, float]] = {}
+    kernel = (C.QUANT_KERNEL_SPEEDS.get(quant) if kernel_factors and engine == "llama.cpp" and family == "gguf"
+              and hw.name in C.QUANT_KERNEL_HARDWARE else None)
+    if kernel is not None:
+        mfu_c = C.Const(mfu_c.value * kernel["prefill_factor"], mfu_c.unit, mfu_c.source)
+        basis["kernel"] = (f"{quant} kernels: weights read time x {kernel['decode_factor']}, prompt MFU x "
+                           f"{kernel['prefill_factor']} of Q4_0's [{C.QUANT_KERNEL_SOURCE}]")
     if bw:
-        mem_ms = step_bytes / (bw * eff_c.value) * 1e3
+        if kernel is not None:  # the weights' read time at this type's kernel speed, the KV cache's as before
+            kv_part = int(kv_read * gpu_frac)
+            mem_ms = ((step_bytes - kv_part) * kernel["decode_factor"] + kv_part) / (bw * eff_c.value) * 1e3
+        else:
+            mem_ms = step_bytes / (bw * eff_c.value) * 1e3
         kvq_ms, why = quantized_kv_decode_ms(spec, engine, kv_dtype, hw, int(mean_ctx), batch)
         if why:
             mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3
