@@ -162,3 +162,39 @@ def test_gguf_sizes_match_llama_quantize_output():
                    gguf_tensor_types(s, r["quant"], imatrix=r["imatrix"] == "True"))
         headers.add(int(r["file_bytes"]) - data)
     assert len(headers) == 1 and 0 < headers.pop() < 16_000_000
+
+
+# Entries that carry another checkpoint's config.json ("BASE-MODEL SHAPES" in sources/configs/sources.csv): the
+# figures their own model cards state (ZHUI/paddlenlp_model_readme@40a7101e, <id>/index.md, copies of the HF
+# READMEs): total parameters, layers, query / KV heads, tied embeddings (None: not stated). The borrowed config
+# must reproduce every one of them.
+CARD = "ZHUI/paddlenlp_model_readme@40a7101e:{}/index.md"
+SHARED_SHAPE_CARDS = {
+    "Qwen/Qwen2.5-0.5B-Instruct": (0.49 * B, 24, 14, 2, True),
+    "Qwen/Qwen2.5-0.5B": (0.49 * B, 24, 14, 2, True),
+    "Qwen/Qwen2.5-Coder-0.5B-Instruct": (0.49 * B, 24, 14, 2, True),
+    "Qwen/Qwen2.5-Coder-1.5B-Instruct": (1.54 * B, 28, 12, 2, True),
+    "Qwen/Qwen2.5-Coder-1.5B": (1.54 * B, 28, 12, 2, True),
+    "Qwen/Qwen2.5-Coder-3B-Instruct": (3.09 * B, 36, 16, 2, True),
+    "Qwen/Qwen2.5-Coder-3B": (3.09 * B, 36, 16, 2, True),
+    "Qwen/Qwen2.5-Coder-7B-Instruct": (7.61 * B, 28, 28, 4, None),
+    "Qwen/Qwen2.5-Coder-7B": (7.61 * B, 28, 28, 4, None),
+    "Qwen/Qwen2.5-Coder-14B-Instruct": (14.7 * B, 48, 40, 8, None),
+    "Qwen/Qwen2.5-Coder-14B": (14.7 * B, 48, 40, 8, None),
+    # the 32B cards print "32.5B", but the real Qwen2.5-Coder-32B-Instruct config.json in this collection (same card
+    # figure) counts 32,763,876,352 -- as do Qwen2.5-32B and DeepSeek-R1-Distill-Qwen-32B in models_summary.csv --
+    # so the printed 32B total is no reference; layers and heads are
+    "Qwen/Qwen2.5-Coder-32B": (None, 64, 40, 8, None),
+    "Qwen/QwQ-32B-Preview": (None, 64, 40, 8, None),
+    "meta-llama/Llama-3.2-1B": (1.23 * B, None, None, None, None),  # card table: "1B (1.23B)"
+}
+
+
+@pytest.mark.parametrize("model", sorted(SHARED_SHAPE_CARDS))
+def test_shared_architecture_entries_match_their_own_cards(model, specs):
+    total, layers, heads, kv_heads, tied = SHARED_SHAPE_CARDS[model]
+    s = specs[model]
+    assert total is None or _matches(s.params_total, total), (s.params_total, total, CARD.format(model))
+    for ours, stated in ((s.num_layers, layers), (s.num_attention_heads, heads), (s.num_kv_heads, kv_heads),
+                         (s.tie_word_embeddings, tied)):
+        assert stated is None or ours == stated, (model, ours, stated)
