@@ -173,6 +173,7 @@ SHARED_SHAPE_CARDS = {
     "Qwen/Qwen2.5-0.5B-Instruct": (0.49 * B, 24, 14, 2, True),
     "Qwen/Qwen2.5-0.5B": (0.49 * B, 24, 14, 2, True),
     "Qwen/Qwen2.5-Coder-0.5B-Instruct": (0.49 * B, 24, 14, 2, True),
+    "Qwen/Qwen2.5-Coder-0.5B": (0.49 * B, 24, 14, 2, True),
     "Qwen/Qwen2.5-Coder-1.5B-Instruct": (1.54 * B, 28, 12, 2, True),
     "Qwen/Qwen2.5-Coder-1.5B": (1.54 * B, 28, 12, 2, True),
     "Qwen/Qwen2.5-Coder-3B-Instruct": (3.09 * B, 36, 16, 2, True),
@@ -187,6 +188,9 @@ SHARED_SHAPE_CARDS = {
     "Qwen/Qwen2.5-Coder-32B": (None, 64, 40, 8, None),
     "Qwen/QwQ-32B-Preview": (None, 64, 40, 8, None),
     "meta-llama/Llama-3.2-1B": (1.23 * B, None, None, None, None),  # card table: "1B (1.23B)"
+    # not from that repo: the Phi-4-mini-reasoning card (HF README): "same architecture as Phi-4-Mini, which has
+    # 3.8B parameters", "shared input and output embedding"
+    "microsoft/Phi-4-mini-reasoning": (3.8 * B, None, None, None, True),
 }
 
 
