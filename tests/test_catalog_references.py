@@ -42,6 +42,9 @@ PUBLISHED_PARAMS = {
                                                         "module is not in the main model)"),
     "moonshotai/Kimi-K2-Instruct": (1000 * B, 32 * B, "all", "Kimi-K2 model card: 32 billion activated parameters "
                                                              "and 1 trillion total parameters"),
+    "moonshotai/Kimi-K2-Instruct-0905": (1000 * B, 32 * B, "all", "Kimi-K2-Instruct-0905 model card, Model Summary: "
+                                                                  "1T total, 32B activated (entry borrows the "
+                                                                  "Kimi-K2-Instruct config)"),
     "mistralai/Mixtral-8x7B-v0.1": (46.7 * B, 12.9 * B, "all", "Mistral AI, 'Mixtral of experts' (2023-12-11): 46.7B "
                                                                "total parameters, 12.9B per token"),
     "mistralai/Mixtral-8x22B-v0.1": (141 * B, 39 * B, "all", "Mistral AI, 'Cheaper, Better, Faster, Stronger' "
