@@ -42,6 +42,9 @@ PUBLISHED_PARAMS = {
                                                         "module is not in the main model)"),
     "moonshotai/Kimi-K2-Instruct": (1000 * B, 32 * B, "all", "Kimi-K2 model card: 32 billion activated parameters "
                                                              "and 1 trillion total parameters"),
+    "moonshotai/Kimi-K2-Instruct-0905": (1000 * B, 32 * B, "all", "Kimi-K2-Instruct-0905 model card, Model Summary: "
+                                                                  "1T total, 32B activated (entry borrows the "
+                                                                  "Kimi-K2-Instruct config)"),
     "mistralai/Mixtral-8x7B-v0.1": (46.7 * B, 12.9 * B, "all", "Mistral AI, 'Mixtral of experts' (2023-12-11): 46.7B "
                                                                "total parameters, 12.9B per token"),
     "mistralai/Mixtral-8x22B-v0.1": (141 * B, 39 * B, "all", "Mistral AI, 'Cheaper, Better, Faster, Stronger' "
@@ -162,3 +165,43 @@ def test_gguf_sizes_match_llama_quantize_output():
                    gguf_tensor_types(s, r["quant"], imatrix=r["imatrix"] == "True"))
         headers.add(int(r["file_bytes"]) - data)
     assert len(headers) == 1 and 0 < headers.pop() < 16_000_000
+
+
+# Entries that carry another checkpoint's config.json ("BASE-MODEL SHAPES" in sources/configs/sources.csv): the
+# figures their own model cards state (ZHUI/paddlenlp_model_readme@40a7101e, <id>/index.md, copies of the HF
+# READMEs): total parameters, layers, query / KV heads, tied embeddings (None: not stated). The borrowed config
+# must reproduce every one of them.
+CARD = "ZHUI/paddlenlp_model_readme@40a7101e:{}/index.md"
+SHARED_SHAPE_CARDS = {
+    "Qwen/Qwen2.5-0.5B-Instruct": (0.49 * B, 24, 14, 2, True),
+    "Qwen/Qwen2.5-0.5B": (0.49 * B, 24, 14, 2, True),
+    "Qwen/Qwen2.5-Coder-0.5B-Instruct": (0.49 * B, 24, 14, 2, True),
+    "Qwen/Qwen2.5-Coder-0.5B": (0.49 * B, 24, 14, 2, True),
+    "Qwen/Qwen2.5-Coder-1.5B-Instruct": (1.54 * B, 28, 12, 2, True),
+    "Qwen/Qwen2.5-Coder-1.5B": (1.54 * B, 28, 12, 2, True),
+    "Qwen/Qwen2.5-Coder-3B-Instruct": (3.09 * B, 36, 16, 2, True),
+    "Qwen/Qwen2.5-Coder-3B": (3.09 * B, 36, 16, 2, True),
+    "Qwen/Qwen2.5-Coder-7B-Instruct": (7.61 * B, 28, 28, 4, None),
+    "Qwen/Qwen2.5-Coder-7B": (7.61 * B, 28, 28, 4, None),
+    "Qwen/Qwen2.5-Coder-14B-Instruct": (14.7 * B, 48, 40, 8, None),
+    "Qwen/Qwen2.5-Coder-14B": (14.7 * B, 48, 40, 8, None),
+    # the 32B cards print "32.5B", but the real Qwen2.5-Coder-32B-Instruct config.json in this collection (same card
+    # figure) counts 32,763,876,352 -- as do Qwen2.5-32B and DeepSeek-R1-Distill-Qwen-32B in models_summary.csv --
+    # so the printed 32B total is no reference; layers and heads are
+    "Qwen/Qwen2.5-Coder-32B": (None, 64, 40, 8, None),
+    "Qwen/QwQ-32B-Preview": (None, 64, 40, 8, None),
+    "meta-llama/Llama-3.2-1B": (1.23 * B, None, None, None, None),  # card table: "1B (1.23B)"
+    # not from that repo: the Phi-4-mini-reasoning card (HF README): "same architecture as Phi-4-Mini, which has
+    # 3.8B parameters", "shared input and output embedding"
+    "microsoft/Phi-4-mini-reasoning": (3.8 * B, None, None, None, True),
+}
+
+
+@pytest.mark.parametrize("model", sorted(SHARED_SHAPE_CARDS))
+def test_shared_architecture_entries_match_their_own_cards(model, specs):
+    total, layers, heads, kv_heads, tied = SHARED_SHAPE_CARDS[model]
+    s = specs[model]
+    assert total is None or _matches(s.params_total, total), (s.params_total, total, CARD.format(model))
+    for ours, stated in ((s.num_layers, layers), (s.num_attention_heads, heads), (s.num_kv_heads, kv_heads),
+                         (s.tie_word_embeddings, tied)):
+        assert stated is None or ours == stated, (model, ours, stated)

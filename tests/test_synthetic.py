@@ -404,3 +404,34 @@ def test_qwen3_next_cut_keeps_kv_only_in_full_attention_layers(tmp_path, capfd):
     state = recurrent_state_bytes(spec, 1)
     assert abs(float(kv.group(1)) * 2**20 - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20
     assert abs(float(rs.group(1)) * 2**20 - state) <= 0.01 * 2**20
+
+
+def test_olmo3_cut_keeps_only_the_window_in_its_sliding_layers(tmp_path, capfd):
+    """A 4-layer OLMo-3.1-32B-Instruct cut (layer_types: 3 sliding, then 1 full; window 512): llama.cpp loads it as
+    olmo2 with the sliding-window cache, and the KV buffers it reports (full + SWA) add up to the estimate, which is
+    well under what the same cut would cache with every layer full."""
+    import re  # noqa: PLC0415
+
+    from recommender.predict.analytical import kv_cache_bytes  # noqa: PLC0415
+
+    spec = shrunk("allenai__Olmo-3.1-32B-Instruct", layers=4, sliding_window=512)
+    assert gguf_arch(spec) == "olmo2" and (spec.num_swa_layers, spec.sliding_window) == (3, 512)
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "olmo3.gguf")
+    check_file(path, spec, "Q8_0")
+    n_ctx = 4096
+    capfd.readouterr()
+    # swa_full=False: llama.cpp's own default (llama-server / llama-cli), the configuration the estimate models
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True,
+                          swa_full=False)
+    try:
+        llm.eval(TOKENS)
+    finally:
+        llm.close()
+    log = capfd.readouterr().err
+    sizes = [float(x) * 2**20 for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)]
+    assert len(sizes) == 2, log[-2000:]  # llama_kv_cache_iswa: the full-attention cache and the SWA cache
+    reported = sum(sizes)
+    predicted = kv_cache_bytes(spec, n_ctx, 1, engine="llama.cpp")
+    all_full = kv_cache_bytes(spec.model_copy(update={"sliding_window": None, "num_swa_layers": 0}), n_ctx, 1)
+    assert abs(reported - predicted) <= 0.01 * 2**20, (reported, predicted)
+    assert reported < 0.5 * all_full

@@ -52,6 +52,10 @@ GGUF_ARCH = {
     "qwen2_5_vl_text": "qwen2vl", "mistral3": "mistral3", "ministral3": "mistral3", "phi3_v": "phi3",
     "olmo2": "olmo2", "cohere": "command-r", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
     "qwen3_next": "qwen3next",
+    # OLMo-3: the OLMo-2 layout plus sliding-window layers; the converter writes it as "olmo2" with the window and
+    # a per-layer pattern from layer_types (conversion/olmo.py Olmo2Model registers Olmo3ForCausalLM), and
+    # src/models/olmo2.cpp then runs the windowed layers in the SWA cache (load_swa_pattern, default pattern 4)
+    "olmo3": "olmo2",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -85,7 +89,6 @@ UNSUPPORTED_REASONS = {
     "minicpmv": "MiniCPM-V's language model layout is not read from this config",
     "glm4v": "GLM-4V's text model (glm4 post-norms, fused gate/up) is not modelled",
     "chatglm": "ChatGLM's fused qkv / gate-up layout and its config keys are not modelled",
-    "olmo3": "OLMo-3's sliding-window pattern is not modelled",
     "minicpm3": "MiniCPM3's multi-head latent attention config (no v_head_dim) is not modelled",
 }
 
@@ -119,7 +122,7 @@ _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "cohere"}
 # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True); StableLM-2 when use_qkv_bias (read below)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}
 _QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
-                  "exaone4"}
+                  "olmo3", "exaone4"}
 _POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
 
 # GGUF layout quirks: Phi-3 keeps HF's fused qkv_proj and gate_up_proj (llama.cpp src/models/phi3.cpp:

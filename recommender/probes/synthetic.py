@@ -294,6 +294,11 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_sliding_window(spec.sliding_window)
         w.add_sliding_window_pattern(_swa_pattern(spec, 6))
         w.add_rope_freq_base_swa(10_000.0)
+    elif arch == "olmo2" and spec.sliding_window and spec.num_swa_layers:
+        # OLMo-3 (conversion/olmo.py Olmo2Model.set_gguf_parameters writes the window and the layer pattern;
+        # src/models/olmo2.cpp load_swa_pattern(ml, 4): three windowed layers, then one full)
+        w.add_sliding_window(spec.sliding_window)
+        w.add_sliding_window_pattern(_swa_pattern(spec, 4))
 
 
 # ----------------------------------------------------------------------------------------------------------------
