@@ -583,7 +583,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     if kernel is not None:
         mfu_c = C.Const(mfu_c.value * kernel["prefill_factor"], mfu_c.unit, mfu_c.source)
         basis["kernel"] = (f"{quant} kernels: weights read time x {kernel['decode_factor']}, prompt MFU x "
-                           f"{kernel['prefill_factor']} of Q4_0's [{C.QUANT_KERNEL_SOURCE}]")
+                           f"{kernel['prefill_factor']} [{C.QUANT_KERNEL_SOURCE}]")
     if bw:
         if kernel is not None:  # the weights' read time at this type's kernel speed, the KV cache's as before
             kv_part = int(kv_read * gpu_frac)

@@ -181,14 +181,14 @@ FAMILY_SPEEDS: dict[str, FamilySpeed] = {
 # --- llama.cpp kernel speed per GGUF type (CUDA) -------------------------------------------------------------------
 # The GGUF types read their weights with different kernels (K-quants, I-quants, legacy blocks), so speed does not
 # follow size: measured with llama-bench on the H200 (sources/measurements/h200-quant-types.csv, one Qwen2.5-7B per
-# type, flash attention, KV f16) Q3_K_S decodes at 197 tokens/s, the larger Q4_K_S at 305. Per type, relative to
-# Q4_0 (the scoreboards' type, on which FAMILY_SPEEDS are fitted): decode_factor multiplies the weights' read time,
-# prefill_factor the prompt kernels' MFU (bench/quant_kernels.py derives both). Applied on the GPU they were measured
-# on only (QUANT_KERNEL_HARDWARE), like a calibration: on the H200 a 7B model's decode is partly latency-bound, so the
+# type, flash attention, KV f16) Q3_K_S decodes at 197 tokens/s, the larger Q4_K_S at 305. Per type (bench/
+# quant_kernels.py derives them so that the estimate reproduces each measured type on the H200): decode_factor
+# multiplies the weights' read time, prefill_factor the prompt kernels' MFU. Applied on the GPU they were measured on
+# only (QUANT_KERNEL_HARDWARE), as a calibration: on the H200 a 7B model's decode is partly latency-bound, so the
 # factors mix each kernel's bandwidth share with its fixed cost, and how they carry over to a bandwidth-bound GPU is
 # not measured. A type without a measured row (IQ3_XS, IQ2_*, IQ1_*, MXFP4 ...) keeps the size rule.
 QUANT_KERNEL_SOURCE = ("measured: llama-bench tg128 / pp512 on the NVIDIA H200, Qwen2.5-7B per type (sources/measurements/"
-                       "h200-quant-types.csv, 2026-12-01), relative to Q4_0 (bench/quant_kernels.py)")
+                       "h200-quant-types.csv, 2026-12-01; bench/quant_kernels.py)")
 QUANT_KERNEL_SPEEDS: dict[str, dict] = dict(_quant_kernel_rows)
 QUANT_KERNEL_HARDWARE = ("H200 SXM",)  # profile names of the GPU the factors were measured on
 
