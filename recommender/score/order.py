@@ -183,16 +183,17 @@ def rank(cands: list, q) -> tuple[list, list, list]:
         seen: set[str] = set()
         while pool and len(strongest) < STRONGEST_EXCLUDED:
             s, model, i = heapq.heappop(pool)
+            if model in seen:  # one per model: this model's best excluded candidate is in already
+                continue
             if getattr(cands[i], "deferred", False):
                 cands[i] = cands[i].full()
                 scored[i] = score_rows([costs(cands[i], "value")], q.weights, "value", q.missing, scale)[0]
                 heapq.heappush(pool, (scored[i][0], model, i))
                 continue
-            if model not in seen:
-                seen.add(model)
-                strongest.append(cands[i].model_copy(update={
-                    "score": round(s, SCORE_DECIMALS),
-                    "score_parts": {k: round(v, SCORE_DECIMALS) for k, v in scored[i][1].items()}}))
+            seen.add(model)
+            strongest.append(cands[i].model_copy(update={
+                "score": round(s, SCORE_DECIMALS),
+                "score_parts": {k: round(v, SCORE_DECIMALS) for k, v in scored[i][1].items()}}))
     return ranked, strongest, feasible
 
 
