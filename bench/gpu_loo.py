@@ -10,8 +10,13 @@ For each GPU: fit the family table (recommender.predict.reference.fit_families) 
 from its most specific family that still has a fit (its backend when it was its family's only GPU), and compare with
 what was published or measured. Families: recommender.predict.analytical.speed_family. A report, not a test.
 
-    python bench/gpu_loo.py            # the tables (markdown)
-    python bench/gpu_loo.py --write    # also fit on every GPU and write recommender/predict/family_speeds.py
+It also fits and checks the scalar llama.cpp terms measured on particular rows (quantized KV cache, MoE, batched
+decode: kv_quant_fit, moe_fit, batched_fit) and prints the batched-decode rows against the prediction.
+
+    python bench/gpu_loo.py            # the tables (markdown), with the shipped constants
+    python bench/gpu_loo.py --write    # also fit on every GPU and write recommender/predict/family_speeds.py: the
+                                       # family table and FITTED_TERMS (the one place their values live; constants.py
+                                       # names them with units and sources)
 """
 
 from __future__ import annotations
@@ -159,6 +164,59 @@ def moe_fit(profiles) -> dict:
             "decode_each": [round(x, 4) for x, _ in dec], "prefill_each": [round(x, 2) for x, _ in pre]}
 
 
+BATCHED_H200_CSV = SOURCES_DIR / "measurements" / "h200-batched-decode.csv"
+BATCHED_SPARK_CSV = SOURCES_DIR / "published_perf" / "dgx_spark_batched_decode.csv"
+
+
+def batched_rows(profiles) -> list[tuple]:
+    """The llama-batched-bench decode rows: (source, spec, quant, hw, batch, prompt tokens each, generated tokens each,
+    measured step ms = batch / S_TG): the project's H200 rows and llama.cpp's DGX Spark rows (benches/dgx-spark.md)."""
+    import csv
+
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    out = []
+    for path, gpu in ((BATCHED_H200_CSV, "NVIDIA H200"), (BATCHED_SPARK_CSV, "NVIDIA GB10")):
+        hw = match_profile(gpu, profiles)
+        with path.open(newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                b = int(r["parallel_sequences"])
+                out.append((path.name, specs[r["model_id"]], r["quant"], hw, b, int(r["prompt_tokens_each"]),
+                            int(r["gen_tokens_each"]), b / float(r["tg_tokens_per_s_all_sequences"]) * 1e3))
+    return out
+
+
+def _batched_tpot(spec, quant, hw, b, prompt, gen) -> float:
+    return estimate(spec, quant, "llama.cpp", hw, context_tokens=prompt + gen, batch=b, prompt_tokens=prompt,
+                    output_tokens=gen).tpot_ms
+
+
+def batched_fit(profiles) -> tuple[float, int]:
+    """LLAMA_CPP_MMVQ_FP32_FRACTION from the H200 rows with 2-8 sequences (mul_mat_vec_q): for each, the column time
+    (measured step - the estimate with the column term taken out) against (batch - 1) x 2 x matmul params / FP32 rate;
+    the median over the rows."""
+    from recommender.predict.analytical import decode_flops
+
+    saved = C.LLAMA_CPP_MMVQ_FP32_FRACTION
+    C.LLAMA_CPP_MMVQ_FP32_FRACTION = C.Const(1e30, "", "")  # no column time
+    ks = []
+    try:
+        for src, spec, quant, hw, b, prompt, gen, ms in batched_rows(profiles):
+            if src == BATCHED_H200_CSV.name and 1 < b <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value:
+                col_ms = ms - _batched_tpot(spec, quant, hw, b, prompt, gen)
+                ks.append((b - 1) * decode_flops(spec, 0, 1) / (col_ms / 1e3) / hw.fp32_flops_per_s)
+    finally:
+        C.LLAMA_CPP_MMVQ_FP32_FRACTION = saved
+    return statistics.median(ks), len(ks)
+
+
+def batched_check(profiles) -> list[tuple]:
+    """(source, gpu, model, quant, batch, prompt, measured step ms, predicted TPOT ms) for every batched row."""
+    out = []
+    for src, spec, quant, hw, b, prompt, gen, ms in batched_rows(profiles):
+        out.append((src, hw.name, spec.id, quant, b, prompt, ms, _batched_tpot(spec, quant, hw, b, prompt, gen)))
+    return out
+
+
 def fit_check(profiles) -> tuple[int, int, float]:
     """No false "fits": for every shipped measured llama.cpp row (the cache layouts the estimate models), the predicted
     GPU memory against NVML's measured peak. Returns (rows, rows predicted below the measurement, the largest shortfall
@@ -198,14 +256,18 @@ def v1(p: Point, hw):
     TTFT for a profile without a tensor peak)."""
     if p.test == "decode":
         return p.x / V1_DECODE_EFFICIENCY + V1_DECODE_OVERHEAD_MS
-    if p.peak == "fp32":
+    if p.peak == "fp32" or (p.peak == "int8" and not hw.int8_ops_per_s):
         return None
-    mfu = V1_MFU_INT8 if p.peak == "int8" else V1_MFU_FP16  # x = FLOPs / this peak
-    return p.x / mfu
+    if p.peak == "int8":  # v1 counted against the INT8 tensor peak; x is FLOPs / the MMQ rate (prefill_peak)
+        return p.x * prefill_peak(hw)[0] / hw.int8_ops_per_s / V1_MFU_INT8
+    return p.x / V1_MFU_FP16  # x = FLOPs / the FP16 peak
 
 
-# estimate-v1's constants (recommender/predict/constants.py before the family table), for comparison only
-V1_DECODE_EFFICIENCY, V1_DECODE_OVERHEAD_MS, V1_MFU_INT8, V1_MFU_FP16 = 0.897, 1.217, 0.229, 0.917
+# estimate-v1's single constants (still constants.py's fallback for a GPU without a family fit), for comparison only
+V1_DECODE_EFFICIENCY = C.DECODE_BW_EFFICIENCY["llama.cpp"]["gguf"].value
+V1_DECODE_OVERHEAD_MS = C.DECODE_OVERHEAD_MS["llama.cpp"].value
+V1_MFU_INT8 = C.PREFILL_MFU["llama.cpp"]["gguf-int8"].value
+V1_MFU_FP16 = C.PREFILL_MFU["llama.cpp"]["gguf"].value
 
 
 def loo(points, fam_of):
@@ -296,17 +358,17 @@ def main(argv=None) -> int:
                              f"published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured "
                              f"rows; {len(row.get('decode_gpus', []))} GPUs: {', '.join(row.get('decode_gpus', [])[:6])}"
                              + ("..." if len(row.get("decode_gpus", [])) > 6 else ""))
-        body = json.dumps(table, indent=1, sort_keys=True).replace(": null", ": None").replace(": true", ": True")
-        OUT.write_text('"""Generated by `python bench/gpu_loo.py --write`; do not edit. llama.cpp speed terms per GPU '
-                       'family\n(recommender.predict.constants.FamilySpeed; families: analytical.speed_family)."""\n\n'
-                       f"FAMILY_SPEED_ROWS: dict = {body}\n", encoding="utf-8")
-        print(f"\nwrote {OUT.relative_to(ROOT)} ({len(table)} families)", file=sys.stderr)
-        # the in-sample fits below use the table just written
+        # the fits below use the table just fitted
         C.FAMILY_SPEEDS.clear()
         C.FAMILY_SPEEDS.update({k: C.FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})
                                 for k, row in table.items()})
 
+    fitted: dict = {}  # the fitted scalar terms (family_speeds.FITTED_TERMS; named in constants.py)
     a_ms, c, n = kv_quant_fit(profiles)
+    fitted.update(kv_quant_decode_ms_per_layer=float(f"{a_ms:.3g}"), kv_quant_attn_ms_per_element=float(f"{c:.3g}"))
+    if a.write:
+        C.KV_QUANT_DECODE_MS_PER_LAYER = C.Const(fitted["kv_quant_decode_ms_per_layer"], "", "")
+        C.KV_QUANT_ATTN_MS_PER_ELEMENT = C.Const(fitted["kv_quant_attn_ms_per_element"], "", "")
     print(f"\nquantized KV cache (q8_0/q4_0) on llama.cpp, {n} H200 llama-bench rows (depth 0-64K): decode time = "
           f"{a_ms:.5f} ms x layers + {c:.3g} ms x tokens x layers x query heads x head_dim (constants.KV_QUANT_*)")
     print("\nH200 long context (llama-bench tg128, Q4_K_M; analytical, before calibration): measured -> predicted ms")
@@ -326,6 +388,38 @@ def main(argv=None) -> int:
     print(f"MoE on llama.cpp: decode +{moe['decode_ms_per_layer']:.4f} ms/layer (median of {moe['decode_rows']} rows: "
           f"{moe['decode_each']}); prefill matmul time x {moe['prefill_matmul_factor']:.2f} (median of "
           f"{moe['prefill_rows']} rows: {moe['prefill_each']}) (constants.MOE_*)")
+    fitted.update(moe_decode_ms_per_layer=round(moe["decode_ms_per_layer"], 4),
+                  moe_prefill_matmul_factor=round(moe["prefill_matmul_factor"], 2))
+    if a.write:
+        C.MOE_DECODE_MS_PER_LAYER = C.Const(fitted["moe_decode_ms_per_layer"], "", "")
+        C.MOE_PREFILL_MATMUL_FACTOR = C.Const(fitted["moe_prefill_matmul_factor"], "", "")
+
+    k, nk = batched_fit(profiles)
+    fitted["mmvq_fp32_fraction"] = round(k, 3)
+    if a.write:
+        C.LLAMA_CPP_MMVQ_FP32_FRACTION = C.Const(fitted["mmvq_fp32_fraction"], "", "")
+    print(f"\nbatched decode on llama.cpp: mul_mat_vec_q column rate = {k:.3f} x the FP32 vector rate (median of {nk} "
+          f"H200 rows with 2-{int(C.LLAMA_CPP_MMVQ_MAX_BATCH.value)} sequences; constants.LLAMA_CPP_MMVQ_FP32_FRACTION "
+          f"= {C.LLAMA_CPP_MMVQ_FP32_FRACTION.value})")
+    print("| source | GPU | model | quant | batch | prompt each | measured step ms | predicted TPOT ms | error |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows = batched_check(profiles)
+    for src, gpu, mid, quant, b, prompt, ms, pred in rows:
+        print(f"| {src} | {gpu} | {mid} | {quant} | {b} | {prompt} | {ms:.2f} | {pred:.2f} | {(pred - ms) / ms:+.1%} |")
+    for src in sorted({r[0] for r in rows}):
+        e = [abs(r[7] - r[6]) / r[6] for r in rows if r[0] == src and r[4] > 1]
+        print(f"batched decode ({src}, batch > 1): median |error| {statistics.median(e):.1%}, worst {max(e):.1%} over "
+              f"{len(e)} rows")
+
+    if a.write:
+        body = json.dumps(table, indent=1, sort_keys=True).replace(": null", ": None").replace(": true", ": True")
+        OUT.write_text('"""Generated by `python bench/gpu_loo.py --write`; do not edit. llama.cpp speed terms per GPU '
+                       'family\n(recommender.predict.constants.FamilySpeed; families: analytical.speed_family) and the '
+                       'fitted scalar terms\n(FITTED_TERMS: named, with units and sources, in recommender.predict.'
+                       'constants: KV_QUANT_*, MOE_*,\nLLAMA_CPP_MMVQ_FP32_FRACTION)."""\n\n'
+                       f"FAMILY_SPEED_ROWS: dict = {body}\n\n"
+                       f"FITTED_TERMS: dict = {json.dumps(fitted, indent=1, sort_keys=True)}\n", encoding="utf-8")
+        print(f"\nwrote {OUT.relative_to(ROOT)} ({len(table)} families, {len(fitted)} fitted terms)", file=sys.stderr)
 
     return 0
 

@@ -20,9 +20,8 @@ has been lent; the separate issue measures splits when one is).
 3. vLLM decode matmuls (the per-GPU term of TP and of single-GPU vLLM), sources/published_perf/
    aiconfigurator_gemm_decode.csv: aiconfigurator's measured vLLM 0.14 GEMMs at m = 1-8 tokens. The bandwidth
    efficiency (weight bytes / latency / the profile's memory bandwidth) is fitted on H100 SXM (median) and used to
-   predict the held-out H200 SXM and A100 SXM latencies; it is printed beside the shipped DECODE_BW_EFFICIENCY
-   assumption for vLLM (0.75 float, 0.65 fp8), which this bench does not change (the single-GPU speed model is
-   recommender/predict/analytical.py's).
+   predict the held-out H200 SXM and A100 SXM latencies; it is printed beside the shipped vLLM model (efficiency and
+   fixed time per GEMM, fitted by bench/vllm_refit.py on H100 SXM and A100 SXM).
 
     PYTHONPATH=. .venv/bin/python bench/multigpu.py [--json]
 """
@@ -200,12 +199,13 @@ def gemm_report(profiles) -> dict:
         e = statistics.median(fit)
         out["fitted"][dt] = e
         out["shipped"][dt] = C.DECODE_BW_EFFICIENCY["vllm"][GEMM_FAMILY[dt]].value
+        t0 = C.VLLM_DECODE_GEMM_FIXED_MS[GEMM_FAMILY[dt]].value  # the shipped model's fixed time per GEMM
         for sysname in AR_SYSTEMS:
             sel = [r for r in rows if r["system"] == sysname and r["gemm_dtype"] == dt]
             if not sel:
                 continue
-            for label, e_use in (("fitted", e), ("shipped", out["shipped"][dt])):
-                errs = [int(r["n"]) * int(r["k"]) * GEMM_BYTES[dt] / (bw[sysname] * e_use) * 1e3
+            for label, e_use, fixed in (("fitted", e, 0.0), ("shipped", out["shipped"][dt], t0)):
+                errs = [(int(r["n"]) * int(r["k"]) * GEMM_BYTES[dt] / (bw[sysname] * e_use) * 1e3 + fixed)
                         / float(r["latency_ms"]) - 1 for r in sel]
                 out["errors"][f"{sysname}/{dt}/{label}"] = errs
     return out
@@ -264,8 +264,9 @@ def main() -> None:
     print()
     print("== vLLM decode GEMMs (m = 1-8) against ai-dynamo/aiconfigurator measured tables ==")
     for dt in GEMM_BYTES:
-        print(f"{dt}: bandwidth efficiency fitted on {AR_FIT} {gm['fitted'][dt]:.3f} (median); shipped vLLM "
-              f"DECODE_BW_EFFICIENCY['{GEMM_FAMILY[dt]}'] = {gm['shipped'][dt]} (an assumption)")
+        print(f"{dt}: bandwidth efficiency fitted on {AR_FIT} {gm['fitted'][dt]:.3f} (median, no fixed term); "
+              f"shipped vLLM DECODE_BW_EFFICIENCY['{GEMM_FAMILY[dt]}'] = {gm['shipped'][dt]} + "
+              f"VLLM_DECODE_GEMM_FIXED_MS (bench/vllm_refit.py)")
         for sysname in AR_SYSTEMS:
             for label in ("fitted", "shipped"):
                 errs = gm["errors"].get(f"{sysname}/{dt}/{label}")

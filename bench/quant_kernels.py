@@ -13,7 +13,7 @@ of each type on the H200 (a calibration of that GPU):
            prompt of 512 tokens is compute-bound, so its time goes as 1 / MFU)
 
 Types without a measured row keep the size rule. The estimate applies the factors on the GPU they were measured on
-only (constants.QUANT_KERNEL_HARDWARE), as a calibration of that GPU.
+only (constants.QUANT_KERNEL_HARDWARE); the decode factor with one sequence only.
 
     /work/main/.venv/bin/python bench/quant_kernels.py            # print the table
     /work/main/.venv/bin/python bench/quant_kernels.py --write    # write recommender/predict/quant_speeds.py

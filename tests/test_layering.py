@@ -61,7 +61,13 @@ def imports_of(path: Path, root: Path) -> list[tuple[str, int, bool]]:
     top = {id(n) for n in tree.body}
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        # cli.common.deferred("recommender.x.y"): an import the CLI makes when an option asks for it; an edge like
+        # any other (a name that is not a literal, or a deferred import outside cli/, is a fault of its own)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "deferred":
+            arg = node.args[0] if node.args else None
+            name = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else "<not a literal>"
+            out.append((name if package_of(mod) == "cli" else f"{name} <deferred outside cli>", node.lineno, True))
+        elif isinstance(node, ast.Import):
             out += [(a.name, node.lineno, id(node) in top) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -92,6 +98,11 @@ def violations(root: Path) -> list[str]:
         rel = path.relative_to(root)
         graph.setdefault(mod, set())
         for target, line, at_top in imports_of(path, root):
+            if target.endswith(">") or (target.startswith("recommender.") and not any(
+                    (root / (target.replace(".", "/") + suffix)).is_file() for suffix in (".py", "/__init__.py"))):
+                errs.append(f"{rel}:{line}: deferred import of {target}: a literal name of a project module, "
+                            f"from cli/ only")
+                continue
             first = target.split(".")[0]
             if first in ("recommender", "evaluators"):
                 graph[mod].add(target)
@@ -149,6 +160,12 @@ def _write(root: Path, rel: str, text: str) -> None:
                                    "recommender/core/__init__.py": "x = 1\n"}, "imported inside a function"),
     ("a circle", {"recommender/rank/a.py": "from recommender.rank.b import y\n",
                   "recommender/rank/b.py": "from recommender.rank.a import x\n"}, "circle: recommender.rank.a"),
+    ("a deferred import below the CLI", {"recommender/rank/query.py": "def f():\n    deferred('recommender.core')\n",
+                                         "recommender/core/__init__.py": "x = 1\n"}, "from cli/ only"),
+    ("a deferred import of no module", {"recommender/cli/a.py": "def f():\n    deferred('recommender.cli.b')\n"},
+     "deferred import of recommender.cli.b"),
+    ("a deferred circle", {"recommender/cli/a.py": "def f():\n    deferred('recommender.cli.b')\n",
+                           "recommender/cli/b.py": "from recommender.cli.a import f\n"}, "circle: recommender.cli.a"),
     ("heavy at the top", {"recommender/predict/fit.py": "import sklearn\n"}, "heavy sklearn"),
     ("the child importing the parent", {"evaluators/base.py": "from recommender.probes.perf import run\n",
                                         "recommender/probes/perf.py": "run = 1\n"}, "evaluators may not import"),

@@ -106,9 +106,12 @@ def test_probe_serve_measures_a_real_llama_cpp_server(cli, llama_server, user_ca
     srv_tpot_ms = [p[2] / p[3] for p in srv]
     assert srv_prompt_ms <= c1["ttft_ms"] <= 1.5 * max(p[0] for p in srv) + 250, (c1["ttft_ms"], srv)
     assert 0.9 * min(srv_tpot_ms) <= c1["tpot_ms"] <= 1.5 * max(srv_tpot_ms) + 5, (c1["tpot_ms"], srv_tpot_ms)
-    # concurrency 2 on a server that runs one request at a time: the second request waits for the first
-    c2 = rows[1]["raw"]["metrics"]
-    assert c2["ttft_ms"]["max"] > c1["raw"]["metrics"]["ttft_ms"]["max"] + 0.5 * srv_prompt_ms
+    # concurrency 2 on a server that runs one request at a time: the second request waits for the whole of the
+    # first (its prompt eval and its 15 decode runs, as the server logged them at that moment) before its own
+    # prompt eval, so its client TTFT covers all three (server figures of the same requests: robust to load)
+    c2, srv2 = rows[1]["raw"]["metrics"], seen[3:7]
+    waited_ms = min(p[0] + p[2] for p in srv2) + min(p[0] for p in srv2)
+    assert c2["ttft_ms"]["max"] >= 0.95 * waited_ms, (c2["ttft_ms"], srv2)
     # goodput: a 1 ms TPOT SLO no request meets
     assert c2["request_goodput_per_s"] == 0 and c2["slo_ms"] == {"ttft": 60000.0, "tpot": 1.0}
     # stored as measured rows in the overlay

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -23,6 +24,24 @@ LEGEND = "ᵐ measured · ᶜ calibrated · ᵖ published · ᵉ estimated · ? 
 
 # Width used when stdout is not a terminal (a pipe or a file): wide enough that tables never squeeze columns.
 PIPE_WIDTH = 200
+
+
+def deferred(module: str):
+    """A project module that a command's fast path never needs (`recommend --verify` / `--report`: probes/verify,
+    search/report and the page writer, ~40 ms of `recommend`'s start), imported when the option asks for it.
+    Only the CLI uses this, always with the module's full name as a literal: tests/test_layering.py reads these
+    names as imports and holds them to the same rules."""
+    return importlib.import_module(module)
+
+
+def check_report_path(path: str) -> Path:
+    """`--report FILE.html`, checked before any work is done."""
+    p = Path(path).expanduser()
+    if p.suffix.lower() not in (".html", ".htm"):
+        raise UserError(f"--report {path!r} is not an .html file", hint="e.g. --report out.html")
+    if not p.parent.exists():
+        raise UserError(f"--report {path!r}: no folder {str(p.parent)!r}", hint="create the folder first")
+    return p
 
 
 def stdout_console():

@@ -9,13 +9,14 @@ import typer
 
 from recommender.core.engines import resolve_engine
 from recommender.core.errors import UserError
-from recommender.core.units import fmt_bytes, fmt_ms, parse_tokens
+from recommender.core.units import fmt_bytes, fmt_ms, parse_latency_ms, parse_tokens
 from recommender.model.quant import QUANTS, resolve_quant
 from recommender.core.workloads import DEFAULT_WORKLOAD, get_workload
 from recommender.hardware.multi import planning_machine
 from recommender.hardware.profiles import load_profiles
 from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Predictor
+from recommender.predict.serving import Slo
 from recommender.predict.split import ENGINE_MODES, SplitPlan, check_plan, default_plan
 from recommender.cli.common import emit_json, info, LEGEND, mark, open_catalog, stdout_console
 
@@ -45,9 +46,13 @@ def estimate_command(
                                                     "(default: by each GPU's memory)."),
     vram: Optional[str] = typer.Option(None, "--vram", help="Override the GPU memory (24, 24GiB, 24GB); with "
                                                             "several GPUs, each one's."),
+    slo_ttft: Optional[str] = typer.Option(None, "--slo-ttft", help="Goodput at this TTFT limit under load, e.g. "
+                                                                     "1s, 500ms (the batch = closed-loop clients)."),
+    slo_tpot: Optional[str] = typer.Option(None, "--slo-tpot", help="Goodput at this TPOT limit under load, e.g. 50ms."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
-    """Estimate memory and latency of one configuration, every number with its provenance and formula."""
+    """Estimate memory and latency of one configuration, every number with its provenance and formula. With
+    --batch N > 1 (or an SLO) also the figures of N closed-loop clients: TTFT/TPOT under load, requests/s, goodput."""
 
     catalog = open_catalog()
     spec = catalog.resolve_model(model)
@@ -62,6 +67,8 @@ def estimate_command(
         raise UserError(f"--gpu-layers (partial offload) is modelled for llama.cpp, not {eng}",
                         hint="drop --gpu-layers, or use --engine llama.cpp")
     ctx = parse_tokens(context)
+    slo = Slo(ttft_ms=parse_latency_ms(slo_ttft, "--slo-ttft") if slo_ttft else None,
+              tpot_ms=parse_latency_ms(slo_tpot, "--slo-tpot") if slo_tpot else None) if slo_ttft or slo_tpot else None
 
     wl = get_workload(DEFAULT_WORKLOAD)
     if output_tokens is None:
@@ -81,6 +88,8 @@ def estimate_command(
                                          prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                                          kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan),
                             variant=catalog.variants().get((spec.id, q)))
+    if batch > 1 or slo is not None:  # as a server: `batch` closed-loop clients (recommend -w serve's model)
+        est.figures.update(predictor.serving(spec, est, slo, variant=catalog.variants().get((spec.id, q))))
     if as_json:
         emit_json(est)
         return
@@ -154,6 +163,22 @@ def print_estimate(est) -> None:
         ("throughput tok/s", mark("?" if est.throughput_tokens_per_s is None
                                   else f"{est.throughput_tokens_per_s:.1f}", p["throughput_tokens_per_s"])),
     ]
+    if "request_throughput_per_s" in est.figures:  # batch > 1: served to `batch` closed-loop clients
+        f = est.figures
+        rows += [
+            (f"served to {est.batch} clients: TTFT", mark(fmt_ms(f["serve_ttft_ms"].value), p["serve_ttft_ms"])),
+            ("  TPOT", mark(fmt_ms(f["serve_tpot_ms"].value), p["serve_tpot_ms"])),
+            ("  E2E", mark(fmt_ms(f["serve_e2e_ms"].value), p["serve_e2e_ms"])),
+            ("  requests/s", mark("?" if f["request_throughput_per_s"].value is None
+                                  else f"{f['request_throughput_per_s'].value:.2f}", p["request_throughput_per_s"])),
+            ("  output tok/s", mark("?" if f["output_throughput_tokens_per_s"].value is None
+                                    else f"{f['output_throughput_tokens_per_s'].value:.1f}",
+                                    p["output_throughput_tokens_per_s"])),
+        ]
+        if "goodput_requests_per_s" in f:
+            g = f["goodput_requests_per_s"]
+            rows.append(("  goodput req/s (at the SLOs)", mark("?" if g.value is None else f"{g.value:.2f}",
+                                                                g.provenance)))
     for r in rows:
         t.add_row(*r)
     stdout_console().print(t)
@@ -161,7 +186,10 @@ def print_estimate(est) -> None:
         print_devices(est)
     for k, v in est.basis.items():
         info(f"{k}: {v}")
-    for name in ("ttft_ms", "tpot_ms", "total_vram_bytes"):  # where each headline figure came from
+    for name in ("ttft_ms", "tpot_ms", "total_vram_bytes", "serve_tpot_ms", "request_throughput_per_s",
+                 "goodput_requests_per_s"):
+        if name not in est.figures:
+            continue  # where each headline figure came from
         f = est.figures[name]
         if f.basis:
             info(f"{name} ({f.provenance}): {f.basis}")

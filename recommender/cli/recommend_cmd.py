@@ -10,13 +10,13 @@ from recommender.core.paths import user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
-from recommender.probes.verify import verify_top
-from recommender.search.report import report_data
 from recommender.cli.common import (
     budget_title,
     engine_label,
     check_one_format,
+    check_report_path,
     columns_table,
+    deferred,
     emit_csv,
     emit_json,
     info,
@@ -26,7 +26,6 @@ from recommender.cli.common import (
     run_app,
     stdout_console,
 )
-from recommender.cli.report_html import check_report_path, write_report
 from recommender.cli.query_opts import (build_query, INCLUDE_BASE_HELP, no_fit_hint, NORM_HELP, NormOpt,
                                         query_options, QueryOptions)
 
@@ -62,7 +61,8 @@ def recommend_command(
     rec = recommend(catalog, q)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
     if report_path is not None:
-        write_report(rec, report_data(catalog, q), report_path, notes + rec.notes)
+        deferred("recommender.cli.report_html").write_report(
+            rec, deferred("recommender.search.report").report_data(catalog, q), report_path, notes + rec.notes)
         info(f"wrote {report_path}")
     checked = _verify(rec, catalog, local_weights or [], verify_timeout) if verify and rec.candidates else None
     if as_csv:
@@ -98,18 +98,23 @@ def print_recommendation(rec, explain: bool) -> None:
                                  + (f"; acc = task accuracy ({tasks}) in points, q-cost = points lost to "
                                     f"quantization" if value else "") + f") · {LEGEND}",
                           (("#", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"),
-                           ("batch", "right"), ("ctx", "right"), ("VRAM", "right"), ("TTFT", "right"),
-                           ("req/s" if serve else "tok/s", "right"),
+                           ("batch", "right"), ("ctx", "right"), ("VRAM", "right"),
+                           ("TTFT load" if serve else "TTFT", "right"),
+                           *((("goodput/s", "right"), ("out tok/s", "right")) if serve else (("tok/s", "right"),)),
                            ("acc" if value else "zh acc", "right"), ("q-cost" if value else "ppl×", "right"),
                            ("score", "right")),
                           {"model", "VRAM", "TTFT"})
     for c in rec.candidates:
         p = c.provenance
-        if serve:
-            speed = mark("?" if c.goodput_per_s is None else f"{c.goodput_per_s:.2f}", p["goodput_requests_per_s"])
+        ttft = mark(fmt_ms(c.ttft_ms), p["ttft_ms"])
+        if serve:  # the figures under load of `batch` clients (recommender.predict.serving)
+            out = c.figures["output_throughput_tokens_per_s"]
+            ttft = mark(fmt_ms(c.figures["serve_ttft_ms"].value), p["serve_ttft_ms"])
+            speed = (mark("?" if c.goodput_per_s is None else f"{c.goodput_per_s:.2f}", p["goodput_requests_per_s"]),
+                     mark("?" if out.value is None else f"{out.value:.0f}", out.provenance))
         else:
-            speed = mark("?" if c.throughput_tokens_per_s is None else f"{c.throughput_tokens_per_s:.0f}",
-                         p["throughput_tokens_per_s"])
+            speed = (mark("?" if c.throughput_tokens_per_s is None else f"{c.throughput_tokens_per_s:.0f}",
+                          p["throughput_tokens_per_s"]),)
         if value:
             acc = mark("?" if c.task_accuracy is None else f"{c.task_accuracy:.1f}", p["task_accuracy"])
             qc = c.figures["quant_cost_points"]
@@ -120,7 +125,7 @@ def print_recommendation(rec, explain: bool) -> None:
         table.add_row(
             str(c.rank), c.model, c.quant, engine_label(c, q), str(c.batch), fmt_tokens(c.context_tokens),
             mark(fmt_bytes(c.total_vram_bytes), p["total_vram_bytes"]),
-            mark(fmt_ms(c.ttft_ms), p["ttft_ms"]), speed, acc, qcost, f"{c.score:.3f}")
+            ttft, *speed, acc, qcost, f"{c.score:.3f}")
     stdout_console().print(table)
     n = rec.counts
     info(f"{n['feasible']} of {n['candidates']} candidates ({n['models']} models) fit the limits; "
@@ -153,7 +158,8 @@ def _verify(rec, catalog, weights: list[str], timeout_s: float):
         info(f"verifying #{v.rank} {v.model} {v.quant} {v.engine} batch {v.batch} ctx {fmt_tokens(v.context_tokens)}"
              f" with {v.weights}{' (synthetic weights)' if v.synthetic else ''} ...")
 
-    checked = verify_top(rec, catalog, weights, timeout_s=timeout_s, progress=progress)
+    checked = deferred("recommender.probes.verify").verify_top(rec, catalog, weights, timeout_s=timeout_s,
+                                                                progress=progress)
     rows = [v.row for v in checked if v.row is not None]
     catalog.close()  # the overlay is attached read-only to this connection: release it before writing
     if rows:

@@ -23,15 +23,6 @@ W, H, ML, MR, MT, MB = 920, 520, 70, 190, 20, 50
 R_MIN, R_MAX = 3.0, 14.0
 
 
-def check_report_path(path: str) -> Path:
-    p = Path(path).expanduser()
-    if p.suffix.lower() not in (".html", ".htm"):
-        raise UserError(f"--report {path!r} is not an .html file", hint="e.g. --report out.html")
-    if not p.parent.exists():
-        raise UserError(f"--report {path!r}: no folder {str(p.parent)!r}", hint="create the folder first")
-    return p
-
-
 def _num(name: str, v) -> str:
     if v is None:
         return "?"

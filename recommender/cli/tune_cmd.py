@@ -107,8 +107,8 @@ def tune_command(
                             hint="e.g. --goodput --slo-ttft 2s --slo-tpot 50ms")
         if pareto or measure:
             raise UserError("--goodput is a predicted, single-objective search", hint="drop --pareto / --measure")
-        slo = Slo(ttft_ms=parse_latency_ms(slo_ttft) if slo_ttft else None,
-                  tpot_ms=parse_latency_ms(slo_tpot) if slo_tpot else None)
+        slo = Slo(ttft_ms=parse_latency_ms(slo_ttft, "--slo-ttft") if slo_ttft else None,
+                  tpot_ms=parse_latency_ms(slo_tpot, "--slo-tpot") if slo_tpot else None)
     catalog = open_catalog(catalog_path)
     if seed is None:
         seed = (os.getpid() % 100_000) if storage else 0

@@ -237,11 +237,16 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
 _ROCM_ARCH = ((r"\binstinct\b|\bmi\d", "cdna"), (r"radeon vii", "gcn5"), (r"\b(rx|w|pro w) ?6\d{3}", "rdna2"),
               (r"\b(rx|w|pro w) ?7\d{3}", "rdna3"), (r"\b(rx ?9\d{3}|r9700)", "rdna4"))
 
+# Intel Arc by architecture: A-series (Alchemist) is Xe-HPG, B-series (Battlemage) Xe2-HPG (sources/gpus/
+# make_profiles.py)
+_INTEL_ARCH = ((r"\barc (pro )?a\d", "xe-hpg"), (r"\barc (pro )?b\d", "xe2"))
+
 
 def speed_family(hw: HardwareProfile) -> tuple[str, ...]:
     """The GPU families a profile belongs to, most specific first: CUDA by compute capability (one architecture and
     memory class: 8.0 is the HBM A100/A30, 8.6 the GDDR Ampere cards, 8.7 Jetson Orin...), Metal by tier (base, Pro,
-    Max, Ultra), ROCm by architecture (RDNA2/3/4, CDNA, GCN5), Vulkan/SYCL by vendor; then the backend."""
+    Max, Ultra), ROCm by architecture (RDNA2/3/4, CDNA, GCN5), Vulkan/SYCL by architecture (Intel Arc Xe-HPG, Xe2)
+    and vendor; then the backend."""
     import re
 
     name = hw.name.lower()
@@ -254,7 +259,8 @@ def speed_family(hw: HardwareProfile) -> tuple[str, ...]:
         arch = next((a for pat, a in _ROCM_ARCH if re.search(pat, name)), None)
         return ((f"rocm:{arch}",) if arch else ()) + ("rocm",)
     if hw.backend in ("vulkan", "sycl"):
-        return (f"{hw.backend}:{hw.vendor.lower()}", hw.backend)
+        arch = next((a for pat, a in _INTEL_ARCH if re.search(pat, name)), None) if hw.vendor == "Intel" else None
+        return (((f"{hw.backend}:intel-{arch}",) if arch else ()) + (f"{hw.backend}:{hw.vendor.lower()}", hw.backend))
     return ()
 
 
@@ -269,11 +275,37 @@ def family_speed(hw: HardwareProfile, term: str) -> Optional[tuple[str, C.Family
     return None
 
 
+def mmq_rate(hw: HardwareProfile) -> Optional[float]:
+    """The int8 rate (ops/s) llama.cpp's quantized prompt kernels (MMQ, int8 mma.sync) are measured against on a CUDA
+    GPU with int8 tensor cores: SMs x boost clock x LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM, at most the profile's INT8
+    peak (constants.py explains why the tensor peak of GA100/Hopper/GB100 SMs is not reached). SMs x clock: the FP32
+    vector rate / (2 x FP32 lanes per SM), else the INT8 peak / one SM's INT8 tensor rate. None: no int8 tensor cores
+    (compute capability below 7.5; a 7.5 card without an INT8 figure is a GTX 16, which has none) or no figure to
+    derive SMs x clock from."""
+    cc = hw.compute_capability
+    if hw.backend != "cuda" or not cc:
+        return None
+    ccf = float(cc)
+    if ccf < 7.5 or (ccf < 8.0 and not hw.int8_ops_per_s):
+        return None
+    lanes = C.CUDA_FP32_LANES_PER_SM.get(cc)
+    if hw.fp32_flops_per_s and lanes:
+        sm_hz = hw.fp32_flops_per_s / (2 * lanes)
+    elif hw.int8_ops_per_s:
+        sm_hz = hw.int8_ops_per_s / C.CUDA_INT8_TENSOR_OPS_PER_CLOCK_PER_SM.get(
+            cc, C.LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM.value)
+    else:
+        return None
+    rate = sm_hz * C.LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM.value
+    return min(rate, hw.int8_ops_per_s) if hw.int8_ops_per_s else rate
+
+
 def prefill_peak(hw: HardwareProfile) -> tuple[Optional[float], str, str]:
-    """(peak, label, kind) llama.cpp's GGUF prompt kernels are measured against: INT8 on CUDA where the profile has it
-    (MMQ runs on int8 tensor cores), else dense FP16, else, on GPUs without tensor cores, the FP32 vector rate."""
-    if hw.backend == "cuda" and hw.int8_ops_per_s:
-        return hw.int8_ops_per_s, "INT8 peak", "int8"
+    """(peak, label, kind) llama.cpp's GGUF prompt kernels are measured against: on CUDA GPUs with int8 tensor cores
+    the MMQ rate (:func:`mmq_rate`), else dense FP16, else, on GPUs without tensor cores, the FP32 vector rate."""
+    mmq = mmq_rate(hw)
+    if mmq:
+        return mmq, "MMQ INT8 rate (SMs x clock x 2048)", "int8"
     if hw.fp16_flops_per_s:
         return hw.fp16_flops_per_s, "FP16 peak", "fp16"
     if hw.fp32_flops_per_s:
@@ -322,6 +354,39 @@ def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, hw: Hard
                 f"[{C.KV_QUANT_DECODE_MS_PER_LAYER.source}]")
 
 
+def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: HardwareProfile, batch: int,
+                               matrix_rate: Optional[float]) -> tuple[float, str]:
+    """(ms, basis) a llama.cpp decode step of ``batch`` sequences spends multiplying its columns, beyond the weights it
+    reads once and every sequence's KV cache (the memory terms); (0, '') at batch 1 (the family's decode fit holds
+    all of it), for another engine or backend, or 16-bit weights. ROCm runs the same kernels (HIP), but no batched
+    ROCm row has been checked and its FP32 figures count RDNA3's dual issue: it keeps the max(memory, compute).
+
+    llama.cpp's CUDA backend picks the kernel by the number of columns (ggml-cuda.cu ggml_cuda_mul_mat: quantized
+    weights and at most LLAMA_CPP_MMVQ_MAX_BATCH columns -> mul_mat_vec_q, else the MMQ matrix kernels):
+    - up to 8 columns, mul_mat_vec_q reads each weight block once and computes one dot product per column on the CUDA
+      cores (dp4a): each column beyond the first adds 2 x matmul params / (LLAMA_CPP_MMVQ_FP32_FRACTION x the FP32
+      vector rate);
+    - above 8, MMQ computes every column at the prompt rate (the family's prefill MFU x the MMQ rate), 2 x matmul
+      params / that rate per column.
+    A profile without an FP32 figure takes the MMQ term at every batch. The column time adds to the memory time
+    rather than hiding behind it (a roofline max): measured steps grow from batch 1 by about this time at every batch
+    (H200 and DGX Spark batched-bench rows; bench/gpu_loo.py)."""
+    if engine != "llama.cpp" or batch <= 1 or family != "gguf" or hw.backend != "cuda":
+        return 0.0, ""
+    col_flops = decode_flops(spec, 0, 1)  # 2 x matmul params (output projection included) per column
+    if batch <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value and hw.fp32_flops_per_s:
+        rate = C.LLAMA_CPP_MMVQ_FP32_FRACTION.value * hw.fp32_flops_per_s
+        ms = (batch - 1) * col_flops / rate * 1e3
+        return ms, (f"batch {batch} <= {int(C.LLAMA_CPP_MMVQ_MAX_BATCH.value)}: mul_mat_vec_q, + {batch - 1} columns x "
+                    f"{col_flops:.3g} FLOP / ({C.LLAMA_CPP_MMVQ_FP32_FRACTION.value} x FP32 {hw.fp32_flops_per_s:.3g} "
+                    f"FLOP/s) = {ms:.2f} ms [{C.LLAMA_CPP_MMVQ_FP32_FRACTION.source}]")
+    if not matrix_rate:
+        return 0.0, ""
+    ms = batch * col_flops / matrix_rate * 1e3
+    return ms, (f"batch {batch}: MMQ, {batch} columns x {col_flops:.3g} FLOP / the prompt rate {matrix_rate:.3g} "
+                f"FLOP/s = {ms:.2f} ms")
+
+
 def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str]:
     """(extra decode ms/token, prefill matmul factor, basis) of an MoE model on llama.cpp (constants MOE_*); (0, 1, '')
     for a dense model or another engine."""
@@ -332,6 +397,26 @@ def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str
     f = C.MOE_PREFILL_MATMUL_FACTOR.value
     return extra, f, (f"MoE: decode + {C.MOE_DECODE_MS_PER_LAYER.value} ms x {layers} layers = +{extra:.2f} ms; "
                       f"prefill matmul time x {f} [{C.MOE_DECODE_MS_PER_LAYER.source}]")
+
+
+def fixed_step_ms(spec: ModelSpec, engine: str, family: str) -> tuple[float, float, str]:
+    """(decode ms, prefill ms) a step takes beyond its bytes and FLOPs terms: the engine's per-token and per-prefill
+    overheads, plus on vLLM the fixed time of every decode GEMM (VLLM_DECODE_GEMM_FIXED_MS x GEMMs per step) and the
+    per-layer prefill dispatch (VLLM_PREFILL_MS_PER_LAYER); and its basis. Every GPU of a split runs all of them
+    once per step (tensor parallel: every layer's GEMMs, smaller; layer/pipeline: each its layers', in turn)."""
+    dec, pre = C.DECODE_OVERHEAD_MS[engine].value, C.PREFILL_OVERHEAD_MS[engine].value
+    if engine != "vllm":
+        return dec, pre, ""
+    layers = max(spec.num_layers, 1)
+    per_layer = int(C.VLLM_GEMMS_PER_LAYER.value) + (1 if spec.is_moe else 0)
+    gemms = per_layer * layers + 1  # + the LM head
+    t0 = C.VLLM_DECODE_GEMM_FIXED_MS.get(family)
+    gemm_ms = t0.value * gemms if t0 else 0.0
+    layer_ms = C.VLLM_PREFILL_MS_PER_LAYER.value * layers
+    return dec + gemm_ms, pre + layer_ms, (
+        (f"decode + {gemms} GEMMs x {t0.value * 1e3:.2f} us = {gemm_ms:.3f} ms [{t0.source}]; " if t0 else "")
+        + f"prefill + {C.VLLM_PREFILL_MS_PER_LAYER.value} ms x {layers} layers = {layer_ms:.1f} ms "
+          f"[{C.VLLM_PREFILL_MS_PER_LAYER.source}]")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -531,8 +616,9 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         peak, peak_name, mfu_key = hw.int8_ops_per_s, "INT8 peak", "gguf-int8"
     eff_c = _const(C.DECODE_BW_EFFICIENCY[engine], family if family in C.DECODE_BW_EFFICIENCY[engine] else "float")
     mfu_c = _const(C.PREFILL_MFU[engine], mfu_key if mfu_key in C.PREFILL_MFU[engine] else "*")
-    ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
-    ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value
+    ovh_dec, ovh_pre, fixed_why = fixed_step_ms(spec, engine, family)
+    if fixed_why:
+        basis["fixed_step"] = fixed_why
     fam = llama_cpp_latency_terms(hw, family) if engine == "llama.cpp" and family in ("gguf", "float") else None
     dec_interval = pre_interval = None
     if fam is not None:
@@ -580,12 +666,14 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     intervals: dict[str, tuple[float, float]] = {}
     kernel = (C.QUANT_KERNEL_SPEEDS.get(quant) if kernel_factors and engine == "llama.cpp" and family == "gguf"
               and hw.name in C.QUANT_KERNEL_HARDWARE else None)
+    pre_mfu_c = mfu_c  # the prompt kernels' MFU (a GGUF type's own on the GPU its kernels were measured on)
     if kernel is not None:
-        mfu_c = C.Const(mfu_c.value * kernel["prefill_factor"], mfu_c.unit, mfu_c.source)
-        basis["kernel"] = (f"{quant} kernels: weights read time x {kernel['decode_factor']}, prompt MFU x "
-                           f"{kernel['prefill_factor']} [{C.QUANT_KERNEL_SOURCE}]")
+        pre_mfu_c = C.Const(mfu_c.value * kernel["prefill_factor"], mfu_c.unit, mfu_c.source)
+        basis["kernel"] = (f"{quant} kernels: weights read time x {kernel['decode_factor']} (one sequence), prompt "
+                           f"MFU x {kernel['prefill_factor']} [{C.QUANT_KERNEL_SOURCE}]")
     if bw:
-        if kernel is not None:  # the weights' read time at this type's kernel speed, the KV cache's as before
+        if kernel is not None and batch == 1:  # the weights' read time at this type's (single-sequence, tg128)
+            # kernel speed, the KV cache's as before; batched decode runs other kernels (MMQ), not measured per type
             kv_part = int(kv_read * gpu_frac)
             mem_ms = ((step_bytes - kv_part) * kernel["decode_factor"] + kv_part) / (bw * eff_c.value) * 1e3
         else:
@@ -598,17 +686,23 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         moe_dec_ms, moe_pre_f, moe_why = moe_llama_cpp_terms(spec, engine)
         if moe_why:
             basis["moe_latency"] = moe_why
-        tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
+        cols_ms, cols_why = llama_cpp_batch_columns_ms(spec, engine, family, hw, batch, peak * mfu_c.value
+                                                       if peak else None)
+        if cols_why:  # llama.cpp batched decode on CUDA: weights once + every sequence's KV + its columns
+            basis["batch_decode"] = cols_why
+            tpot = mem_ms + cols_ms * gpu_frac + ovh_dec + host_dec_ms + moe_dec_ms
+        else:
+            tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
         if dec_interval and not host_dec_ms:
             intervals["tpot_ms"] = (tpot * dec_interval[0], tpot * dec_interval[1])
         if peak:
-            pre_ms = (pre_mm * moe_pre_f + pre_attn) / (peak * mfu_c.value) * 1e3
+            pre_ms = (pre_mm * moe_pre_f + pre_attn) / (peak * pre_mfu_c.value) * 1e3
             ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
             if pre_interval and not host_pre_ms:
                 intervals["ttft_ms"] = (ttft * pre_interval[0], ttft * pre_interval[1])
-            basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
-                                f"{eff_c.value})) + {ovh_pre} ms "
-                                f"[MFU: {mfu_c.source}]")
+            basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {pre_mfu_c.value}), weights/(bandwidth x "
+                                f"{eff_c.value})) + {ovh_pre:g} ms "
+                                f"[MFU: {pre_mfu_c.source}]")
         else:
             notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 (or INT8) peak figure")
     else:

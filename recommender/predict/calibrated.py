@@ -11,10 +11,9 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
-from recommender.predict import constants as C
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes
 
-CALIBRATION_VERSION = "cal-v2"  # v2: weights / matmul features at each GGUF type's measured kernel speed (H200)
+CALIBRATION_VERSION = "cal-v1"
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
 NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
@@ -81,12 +80,8 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
     bw, peak, peak_q = _scales(hw, est.quant)
     cls = kernel_class(est.quant)
     b = est.batch
-    kernel = C.QUANT_KERNEL_SPEEDS.get(est.quant) if (est.engine == "llama.cpp" and hw.name in
-                                                      C.QUANT_KERNEL_HARDWARE) else None
     if metric == "tpot_ms":
         weights = est.decode_bytes_per_step - est.decode_kv_bytes_per_step
-        if kernel is not None:  # the type's kernel speed on this GPU (measured, constants.QUANT_KERNEL_SPEEDS)
-            weights *= kernel["decode_factor"]
         return {f"weights/bw:{cls}": weights / bw * 1e3, "kv/bw": est.decode_kv_bytes_per_step / bw * 1e3,
                 "layers": float(spec.num_layers), "layers*(batch-1)": float(spec.num_layers * (b - 1)),
                 "(batch-1)*2N/peak": (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3,
@@ -95,8 +90,6 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
         tokens = est.prompt_tokens * b
         chunks = math.ceil(tokens / LLAMA_CPP_N_UBATCH) if est.engine == "llama.cpp" else 1
         mm = est.prefill_flops - est.prefill_attention_flops
-        if kernel is not None:
-            mm /= kernel["prefill_factor"]
         return {f"matmul/peak:{cls}": mm / peak_q * 1e3, "attention/peak": est.prefill_attention_flops / peak * 1e3,
                 "layers*ubatches": float(spec.num_layers * chunks),
                 "ubatches*weights/bw": chunks * est.weights_gpu_bytes / bw * 1e3, "1 ms": 1.0}

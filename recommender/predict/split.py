@@ -37,7 +37,8 @@ from pydantic import Field
 from recommender.core.records import HardwareProfile, ModelSpec, Strict, Variant
 from recommender.hardware.multi import MultiGpu
 from recommender.predict import constants as C
-from recommender.predict.analytical import Estimate, estimate, output_bytes, variant_bytes
+from recommender.model.quant import QUANTS
+from recommender.predict.analytical import Estimate, estimate, fixed_step_ms, output_bytes, variant_bytes
 
 SplitMode = Literal["layer", "row", "tensor", "pipeline"]
 ENGINE_MODES: dict[str, tuple[str, ...]] = {"llama.cpp": ("layer", "row"), "vllm": ("tensor", "pipeline")}
@@ -243,8 +244,7 @@ def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, 
     blocks_b = max(wbytes - embd_b - output_bytes(spec, quant), 0)
     kv_total = base.kv_cache_bytes
     link = machine.link
-    ovh_dec = C.DECODE_OVERHEAD_MS[engine].value
-    ovh_pre = C.PREFILL_OVERHEAD_MS[engine].value
+    ovh_dec, ovh_pre, _ = fixed_step_ms(spec, engine, QUANTS[quant].family)  # once per step, whatever the split
     notes = list(base.notes)
     basis = dict(base.basis)
     basis["split"] = f"{plan.label} over {machine.name} ({link.label}) [docs/estimates.md §7]"

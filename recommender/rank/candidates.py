@@ -12,6 +12,7 @@ from recommender.hardware.profiles import load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Prediction, Predictor
+from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
 from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost
 from recommender.rank.query import LATENCY_FIELD, Query
@@ -60,33 +61,6 @@ class OverBudget:
         return self._build()
 
 
-def goodput(c: Prediction, ttft_slo_ms: float, tpot_slo_ms: float) -> Figure:
-    """Requests/s meeting both SLOs (vLLM `bench serve --goodput`; DistServe, Zhong et al. 2024) with `batch`
-    requests in flight, from the single-GPU prediction, in a closed-loop steady state with staggered arrivals
-    (continuous batching):
-      prefill of one prompt      P = TTFT(batch) / batch   (the predicted prefill of all batch prompts, per prompt)
-      TTFT of a request          P + TPOT(batch)           (its own prefill, after the decode step under way)
-      TPOT of a request          TPOT(batch) + (batch - 1) x P / (n_out - 1)   (while it decodes, each other slot
-                                 starts one request, whose prefill stalls the decode; no chunked-prefill overlap)
-      E2E                        TTFT + (n_out - 1) x TPOT
-      goodput                    batch / E2E when TTFT and TPOT meet the SLOs, else 0."""
-    ttft_b, tpot_b, n_out, b = c.ttft_ms, c.tpot_ms, c.output_tokens, c.batch
-    provs = {c.provenance[k] for k in ("ttft_ms", "tpot_ms")}
-    prov = next(p for p in ("unknown", "estimated", "calibrated", "published", "measured") if p in provs)
-    if ttft_b is None or tpot_b is None:
-        return Figure(value=None, unit="requests/s", provenance="unknown", basis="TTFT or TPOT unknown")
-    steps = max(n_out - 1, 1)
-    p = ttft_b / b
-    ttft = p + tpot_b
-    tpot = tpot_b + (b - 1) * p / steps
-    e2e = ttft + steps * tpot
-    ok = ttft <= ttft_slo_ms and tpot <= tpot_slo_ms
-    return Figure(value=round(b * 1000.0 / e2e, 6) if ok else 0.0, unit="requests/s", provenance=prov,
-                  basis=f"{b} in flight: TTFT {ttft:.0f} ms (SLO {ttft_slo_ms:.0f}), TPOT {tpot:.1f} ms (SLO "
-                        f"{tpot_slo_ms:.0f}), E2E {e2e:.0f} ms; goodput = batch / E2E when both SLOs are met, else 0 "
-                        f"(closed loop, staggered arrivals, prefills stall decoding)")
-
-
 def _cc(hw: HardwareProfile) -> Optional[tuple[int, int]]:
     if not hw.compute_capability:
         return None
@@ -125,7 +99,8 @@ class CandidateBuilder:
         self.tasks = TaskAccuracy(catalog, self.quality, self.models)
         self.quant_table = catalog.quant_quality()
         self.groups = tuple(q.workload.accuracy_tasks)
-        self.slos = serve_slos(q.workload, q) if q.workload.rank_by == "goodput" else None
+        self.slo = Slo(**dict(zip(("ttft_ms", "tpot_ms"), serve_slos(q.workload, q)))) \
+            if q.workload.rank_by == "goodput" else None
         self.variants = catalog.variants()
         self.predictor = predictor or Predictor.for_catalog(catalog, q.hardware, load_profiles(), self.models,
                                                             machine=q.machine)
@@ -208,11 +183,16 @@ class CandidateBuilder:
             if not d.fits:
                 c.excluded.append(f"GPU {d.index} ({d.name}) needs {d.total_bytes / 1024**3:.1f} GiB, has "
                                   f"{d.budget_bytes / 1024**3:.1f} GiB")
-        if self.slos is not None:
-            g = c.figures["goodput_requests_per_s"] = goodput(c, *self.slos)
+        if self.slo is not None:  # serve: the figures under load of `batch` clients, goodput at the workload's SLOs
+            c.figures.update(self.serving(c, self.slo))
+            g = c.figures["goodput_requests_per_s"]
             if g.value == 0:
                 c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
+
+    def serving(self, c: Prediction, slo: Optional[Slo] = None) -> dict[str, Figure]:
+        """The candidate's figures under load (Predictor.serving), goodput at ``slo`` included."""
+        return self.predictor.serving(self.models[c.model], c, slo, variant=self.variants[(c.model, c.quant)])
 
 
 def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:

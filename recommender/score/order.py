@@ -117,7 +117,7 @@ def order_key(score: Optional[float], c) -> tuple:
 
 def choose_batches(cands: list) -> list:
     """Serve: per configuration (model, quant, engine, context, KV dtype), the batch of the highest goodput, then
-    the highest throughput, then the smallest (single-GPU prediction). The multi-GPU planner extends this choice."""
+    the highest output throughput under load (recommender.predict.serving), then the smallest."""
     best: dict[tuple, object] = {}
     for c in cands:
         key = (c.model, c.quant, c.engine, c.context_tokens, getattr(c, "kv_dtype", None))
@@ -129,7 +129,7 @@ def choose_batches(cands: list) -> list:
 
 
 def _batch_key(c) -> tuple:
-    return (-(c.goodput_per_s or 0.0), -(c.throughput_tokens_per_s or 0.0), c.batch)
+    return (-(c.goodput_per_s or 0.0), -_fig(c, "output_throughput_tokens_per_s", 0.0), c.batch)
 
 
 def lower_bound_costs(c) -> dict[str, Optional[float]]:

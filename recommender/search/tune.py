@@ -34,6 +34,7 @@ from recommender.core.errors import UserError
 from recommender.core.records import Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
+from recommender.predict.serving import Slo, goodput_from
 from recommender.rank.candidates import Candidate, CandidateBuilder
 from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
 from recommender.score.order import SCORE_DECIMALS, costs as _costs, value_scale
@@ -298,27 +299,16 @@ class Outcome(Strict):
     constraints: list[float]  # <= 0: satisfied (Optuna's convention); memory, latency, other
     provenance: dict[str, str] = Field(default_factory=dict)
     measurement_id: Optional[str] = None
-    serve: dict[str, Optional[float]] = Field(default_factory=dict)  # batch, ttft_ms, tpot_ms, e2e_ms (goodput)
-
-
-class Slo(Strict):
-    """Service-level objectives of --objective goodput (None: no limit on that metric)."""
-
-    ttft_ms: Optional[float] = None
-    tpot_ms: Optional[float] = None
+    # serving figures (goodput): batch and Predictor.serving's serve_ttft_ms, serve_tpot_ms, serve_e2e_ms,
+    # request_throughput_per_s
+    serve: dict[str, Optional[float]] = Field(default_factory=dict)
 
 
 def goodput_rps(serve: dict[str, Optional[float]], slo: Slo) -> Optional[float]:
-    """Requests/s that meet every SLO, as vLLM's `bench serve --goodput` counts them (requests whose TTFT and TPOT
-    meet the limits, per second of the run), for `batch` concurrent requests each taking E2E: batch x 1000 / E2E
-    when the predicted TTFT and TPOT meet the SLOs, else 0 (a prediction is one figure for every request of the
-    batch, so either all meet them or none does). None: a figure is unknown."""
-    b, ttft, tpot, e2e = (serve.get(k) for k in ("batch", "ttft_ms", "tpot_ms", "e2e_ms"))
-    if b is None or e2e is None or (slo.ttft_ms is not None and ttft is None) or \
-            (slo.tpot_ms is not None and tpot is None):
-        return None
-    meets = (slo.ttft_ms is None or ttft <= slo.ttft_ms) and (slo.tpot_ms is None or tpot <= slo.tpot_ms)
-    return b * 1000.0 / e2e if meets else 0.0
+    """Requests/s meeting every SLO, as vLLM's `bench serve --goodput` counts them, from a configuration's serving
+    figures (``Outcome.serve``: recommender.predict.serving, the model recommend ranks serve candidates with). None:
+    a figure is unknown."""
+    return goodput_from(serve, slo)
 
 
 def _constraints(memory: Optional[float], budget: int, lat: Optional[float], limit: Optional[float],
@@ -360,8 +350,8 @@ class PredictedEvaluator:
                                                 self.q.max_latency_ms, other),
                        provenance={"memory": p["total_vram_bytes"],
                                    "latency": p[LATENCY_FIELD[self.q.latency_metric]]},
-                       serve={"batch": float(cand.batch), "ttft_ms": cand.ttft_ms, "tpot_ms": cand.tpot_ms,
-                              "e2e_ms": cand.e2e_ms})
+                       serve={"batch": float(cand.batch),
+                              **{k: f.value for k, f in self.builder.serving(cand).items()}})
 
 
 def evaluate_grid(evaluator: PredictedEvaluator, space: Space) -> list[tuple[TuneConfig, Outcome]]:
