@@ -11,7 +11,9 @@ import pytest
 
 from recommender.core.errors import UserError
 from recommender.core.paths import SOURCES_DIR
-from recommender.model.arch import GgufFileInfo, param_counts, spec_from_config, spec_from_gguf, tensor_inventory
+from recommender.model.arch import (
+    GgufFileInfo, param_counts, spec_from_config, spec_from_gguf, tensor_inventory, UnsupportedArchitecture,
+)
 
 CONFIGS = SOURCES_DIR / "configs"
 SHARED_SUMMARY = Path("/work/shared/data/configs/models_summary.csv")
@@ -78,11 +80,39 @@ def test_param_counts_match_derived(model):
     assert param_counts(s) == (s.params_total, s.params_active)
 
 
-def test_every_catalog_config_parses():
+def test_every_catalog_config_parses_or_is_refused_with_a_reason():
+    """Every config either parses or is refused as an architecture the code cannot size; a refused one is never
+    sized (issue 16: a model must not ship with wrong figures). The hybrid / linear-attention, Mamba, per-layer
+    embedding and cross-attention families are among the refused ones."""
     assert set(FILES) >= set(DERIVED) | {"deepseek-ai/DeepSeek-V2-Lite", "openbmb/MiniCPM-2B-sft-bf16"}
+    refused = {}
     for model in FILES:
-        s = spec(model)
+        try:
+            s = spec(model)
+        except UnsupportedArchitecture as e:
+            assert "not supported" in e.message or "names no architecture" in e.message
+            refused[model] = e.message
+            continue
         assert s.params_total > 0 and 0 < s.params_active <= s.params_total
+    for model in ("Qwen/Qwen3.5-27B", "nvidia/Nemotron-H-56B-Base-8K", "google/gemma-4-31B",
+                  "meta-llama/Llama-3.2-11B-Vision-Instruct", "LiquidAI/LFM2.5-VL-1.6B",
+                  "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "deepseek-ai/DeepSeek-V3.2"):
+        assert model in refused, model
+    for model in ("openai/gpt-oss-20b", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "moonshotai/Kimi-K2-Instruct",
+                  "baidu/ERNIE-4.5-21B-A3B-Thinking", "mistralai/Voxtral-Mini-3B-2507",
+                  "Qwen/Qwen3-Next-80B-A3B-Instruct"):
+        assert model not in refused, model
+
+
+def test_refused_config_is_left_out_of_the_build_with_its_reason(tmp_path):
+    from recommender.catalog.build import load_models  # noqa: PLC0415
+
+    refused: list[dict] = []
+    models = {m.id for m in load_models(SOURCES_DIR, refused)}
+    reasons = {r["model"]: r["reason"] for r in refused}
+    assert "Qwen/Qwen3.5-27B" in reasons and "Qwen/Qwen3.5-27B" not in models
+    assert "linear-attention" in reasons["Qwen/Qwen3.5-27B"]
+    assert len(models) + len(refused) == len(FILES)
 
 
 def test_deepseek_v2_lite_published_counts():
@@ -178,7 +208,9 @@ def test_deepseek_v2_tensors():
     assert sh["blk.0.attn_q.weight"] == (2048, 16 * 192)  # q_lora_rank null: plain q projection
     assert sh["blk.0.attn_kv_a_mqa.weight"] == (2048, 512 + 64)
     assert sh["blk.0.attn_kv_a_norm.weight"] == (512,)
-    assert sh["blk.0.attn_kv_b.weight"] == (512, 16 * (128 + 128))
+    # the split layout current converters write (llama.cpp src/models/deepseek2.cpp wk_b / wv_b)
+    assert sh["blk.0.attn_k_b.weight"] == (128, 512, 16) and sh["blk.0.attn_v_b.weight"] == (512, 128, 16)
+    assert "blk.0.attn_kv_b.weight" not in sh
     assert sh["blk.0.attn_output.weight"] == (16 * 128, 2048)
     assert sh["blk.0.ffn_gate.weight"] == (2048, 10944)  # first_k_dense_replace = 1
     assert "blk.0.ffn_gate_exps.weight" not in sh

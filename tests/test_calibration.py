@@ -8,6 +8,7 @@ from conftest import assert_user_error, smollm2_gguf_or_skip
 
 from recommender.core.paths import SOURCES_DIR
 from recommender.hardware.profiles import find_profile, load_profiles
+from recommender.model.quant import QUANTS
 from recommender.predict.predictor import Config, Predictor
 from recommender.predict.calibrated import CalibrationSet, Calibrator, kernel_class
 from recommender.predict.fit import fit, lomo_errors, one_probe_errors, training_rows
@@ -122,8 +123,9 @@ def test_cpu_planning_never_shows_an_invented_latency(cli):
     if r.code == 0:
         for c in r.json()["candidates"]:
             assert c["figures"]["tpot_ms"]["provenance"] in ("calibrated", "measured", "unknown")
-            assert c["engine"] in ("llama.cpp", "transformers", "vllm") and c["quant"] in ("F16", "BF16") or \
-                c["quant"].startswith(("Q", "IQ"))
+            # CPU planning covers GGUF (every llama.cpp type, MXFP4 included) and float weights
+            assert c["engine"] in ("llama.cpp", "transformers", "vllm") and QUANTS[c["quant"]].family in ("gguf",
+                                                                                                       "float")
 
 
 def test_calibrate_bad_input(cli):

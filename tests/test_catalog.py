@@ -63,7 +63,8 @@ def test_show_accepts_short_names_and_suggests(cli):
     assert q4["weights_bytes"] == pytest.approx(4_682_433_632, rel=0.03)  # the public GGUF file
     r = cli("catalog", "show", "qwen2.5-7")
     assert_user_error(r)  # ambiguous: 7B / 72B
-    assert cli("catalog", "show", "lama-3.1-8", "--json").json()["model"]["id"] == "meta-llama/Llama-3.1-8B"
+    # a name that equals one model's (case-insensitive) wins over the longer names it is part of (-Instruct)
+    assert cli("catalog", "show", "llama-3.1-8b", "--json").json()["model"]["id"] == "meta-llama/Llama-3.1-8B"
     r = cli("catalog", "show", "qwen2.5-8b")
     assert_user_error(r)
     assert "did you mean" in r.err and "Qwen/Qwen2.5-7B" in r.err

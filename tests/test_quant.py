@@ -60,8 +60,13 @@ def test_block_sizes_match_gguf_py():
 
 
 def test_catalog_quants():
-    assert set(CATALOG_QUANTS) == {"F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0", "Q4_1", "AWQ-4bit",
-                                   "GPTQ-4bit", "FP8"}
+    # issue 16's list: K-quants, legacy, I-quants, MXFP4, floats; vLLM / transformers formats
+    assert set(CATALOG_QUANTS) == {
+        "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K",
+        "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
+        "IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "IQ4_NL",
+        "IQ4_XS", "MXFP4", "F16", "BF16",
+        "AWQ-4bit", "GPTQ-4bit", "GPTQ-8bit", "FP8", "INT8-W8A8", "BNB-NF4", "BNB-INT8"}
     assert QUANTS["F16"].engines == ["llama.cpp", "vllm", "transformers"]
     assert QUANTS["Q4_K_M"].engines == ["llama.cpp"] and QUANTS["FP8"].engines == ["vllm"]
     assert set(QUANTS["AWQ-4bit"].engines) == {"vllm", "transformers"} == set(QUANTS["GPTQ-4bit"].engines)
@@ -184,8 +189,11 @@ def test_eight_expert_and_fused_qkv_rules():
     assert t["blk.0.ffn_down_exps.weight"] == "Q6_K" and t["blk.4.ffn_down_exps.weight"] == "Q4_K"
     assert types(mx, "Q5_K_M")["blk.3.attn_output.weight"] == "Q5_K"
     phi = spec_from_config(cfg("microsoft__Phi-3.5-mini-instruct"), "microsoft/Phi-3.5-mini-instruct")
-    assert types(phi, "Q4_K_M")["blk.7.attn_qkv.weight"] == "Q5_K"
-    assert types(phi, "Q5_K_M")["blk.7.attn_qkv.weight"] == "Q6_K"
+    # llama.cpp vendored in llama-cpp-python 0.3.36 routes attn_qkv through the attn_v rule (category_is_attn_v):
+    # Q6_K where use_more_bits(i, 32) holds, else Q4_K
+    assert types(phi, "Q4_K_M")["blk.7.attn_qkv.weight"] == "Q4_K"
+    assert types(phi, "Q4_K_M")["blk.0.attn_qkv.weight"] == "Q6_K"
+    assert types(phi, "Q5_K_M")["blk.7.attn_qkv.weight"] == "Q5_K"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -240,7 +248,9 @@ def test_gguf_file_quant_names(smollm):
 
     assert gguf_file_quant(info("MOSTLY_Q4_K_M")) == "Q4_K_M"
     assert gguf_file_quant(info("MOSTLY_BF16")) == "BF16"
+    assert gguf_file_quant(info("MOSTLY_Q3_K_M")) == "Q3_K_M" and gguf_file_quant(info("MOSTLY_IQ4_XS")) == "IQ4_XS"
+    assert gguf_file_quant(info("MOSTLY_MXFP4_MOE")) == "MXFP4"
     with pytest.raises(UserError):
-        gguf_file_quant(info("MOSTLY_Q3_K_M"))
+        gguf_file_quant(info("MOSTLY_TQ1_0"))
     t = [GgufTensor(name="blk.0.ffn_up.weight", shape=(64, 64), ggml_type="Q8_0", n_bytes=4352, offset=0)]
     assert gguf_file_quant(info(None, t)) == "Q8_0"

@@ -345,3 +345,93 @@ def test_real_gguf_header_matches_gguf_reader():
     ref = gguf.GGUFReader(str(path), "r")
     assert spec.vocab_size == len(ref.fields["tokenizer.ggml.tokens"].data) == 49152
     assert spec.num_layers == ref.fields["llama.block_count"].contents() == 30
+
+
+def test_mla_cut_runs_with_the_compressed_latent_cache(tmp_path, capfd):
+    """A 2-layer DeepSeek-V2-Lite cut in the split attn_k_b / attn_v_b layout: llama.cpp loads it as MLA and the KV
+    buffer it reports is the latent cache recommender.predict.analytical sizes (kv_lora_rank + rope per token and
+    layer), not the full per-head K/V a legacy attn_kv_b file gets."""
+    from recommender.predict.analytical import kv_cache_bytes  # noqa: PLC0415
+
+    spec = shrunk("deepseek-ai__DeepSeek-V2-Lite", layers=2, experts=8)
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "mla.gguf")
+    names = {n for n, _s, _t in gguf_tensor_types(spec, "Q8_0")}
+    assert "blk.0.attn_k_b.weight" in names and "blk.0.attn_kv_b.weight" not in names
+    n_ctx = 512
+    capfd.readouterr()
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True)
+    try:
+        llm.eval(TOKENS)
+    finally:
+        llm.close()
+    log = capfd.readouterr().err
+    import re  # noqa: PLC0415
+
+    m = re.search(r"KV buffer size =\s*([0-9.]+) MiB", log)
+    assert m, log[-2000:]
+    reported = float(m.group(1)) * 2**20
+    predicted = kv_cache_bytes(spec, n_ctx, 1, engine="llama.cpp")
+    full_kv = 2 * spec.num_layers * n_ctx * spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim)
+    assert abs(reported - predicted) <= 0.01 * 2**20, (reported, predicted)
+    assert reported < full_kv / 2
+
+
+def test_qwen3_next_cut_keeps_kv_only_in_full_attention_layers(tmp_path, capfd):
+    """A 4-layer Qwen3-Next cut (3 Gated DeltaNet layers, 1 full-attention layer, plus the MTP block the converter
+    keeps): llama.cpp caches K/V for the full-attention layer only and a fixed recurrent state for the linear ones;
+    both buffers it reports are the estimate's (attention layers x context, n_embd_r + n_embd_s F32 per layer)."""
+    from recommender.predict.analytical import kv_cache_bytes, recurrent_state_bytes  # noqa: PLC0415
+
+    spec = shrunk("Qwen__Qwen3-Next-80B-A3B-Instruct", layers=4, experts=8, linear_num_key_heads=2,
+                  linear_num_value_heads=4, linear_key_head_dim=64, linear_value_head_dim=64,
+                  shared_expert_intermediate_size=256)
+    assert (spec.num_linear_attn_layers, spec.nextn_layers) == (3, 1)
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "q3n.gguf")
+    check_file(path, spec, "Q8_0")
+    n_ctx = 512
+    capfd.readouterr()
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True)
+    try:
+        llm.eval(TOKENS)
+    finally:
+        llm.close()
+    log = capfd.readouterr().err
+    import re  # noqa: PLC0415
+
+    kv = re.search(r"KV buffer size =\s*([0-9.]+) MiB", log)
+    rs = re.search(r"RS buffer size =\s*([0-9.]+) MiB", log)
+    assert kv and rs, log[-2000:]
+    state = recurrent_state_bytes(spec, 1)
+    assert abs(float(kv.group(1)) * 2**20 - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20
+    assert abs(float(rs.group(1)) * 2**20 - state) <= 0.01 * 2**20
+
+
+def test_olmo3_cut_keeps_only_the_window_in_its_sliding_layers(tmp_path, capfd):
+    """A 4-layer OLMo-3.1-32B-Instruct cut (layer_types: 3 sliding, then 1 full; window 512): llama.cpp loads it as
+    olmo2 with the sliding-window cache, and the KV buffers it reports (full + SWA) add up to the estimate, which is
+    well under what the same cut would cache with every layer full."""
+    import re  # noqa: PLC0415
+
+    from recommender.predict.analytical import kv_cache_bytes  # noqa: PLC0415
+
+    spec = shrunk("allenai__Olmo-3.1-32B-Instruct", layers=4, sliding_window=512)
+    assert gguf_arch(spec) == "olmo2" and (spec.num_swa_layers, spec.sliding_window) == (3, 512)
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "olmo3.gguf")
+    check_file(path, spec, "Q8_0")
+    n_ctx = 4096
+    capfd.readouterr()
+    # swa_full=False: llama.cpp's own default (llama-server / llama-cli), the configuration the estimate models
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True,
+                          swa_full=False)
+    try:
+        llm.eval(TOKENS)
+    finally:
+        llm.close()
+    log = capfd.readouterr().err
+    sizes = [float(x) * 2**20 for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)]
+    assert len(sizes) == 2, log[-2000:]  # llama_kv_cache_iswa: the full-attention cache and the SWA cache
+    reported = sum(sizes)
+    predicted = kv_cache_bytes(spec, n_ctx, 1, engine="llama.cpp")
+    all_full = kv_cache_bytes(spec.model_copy(update={"sliding_window": None, "num_swa_layers": 0}), n_ctx, 1)
+    assert abs(reported - predicted) <= 0.01 * 2**20, (reported, predicted)
+    assert reported < 0.5 * all_full

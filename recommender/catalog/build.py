@@ -5,7 +5,7 @@ sources/configs/*.json + sources/configs/sources.csv   -> models (architecture r
 sources/published_scores.csv                           -> published_scores (with THIRD-PARTY / SECONDARY flags)
 sources/measurements/*.jsonl                           -> measurements (probe rows committed as sources)
 sources/quality/model_quality.csv, quant_quality.csv   -> model_quality, quant_quality (docs/quality-method.md)
-sources/quality/models.csv `kind`                      -> ModelSpec.checkpoint when sources.csv has no `checkpoint`
+sources/quality/models.csv `kind`                      -> ModelSpec.checkpoint (else sources.csv `checkpoint`, else the name)
 
 The catalog records ``sources_sha256`` (over the source files and the size-rule version); a test rebuilds the
 catalog and compares, so a stale ``catalog.duckdb`` fails CI.
@@ -24,8 +24,8 @@ from typing import Optional
 
 from recommender.core.errors import UserError
 from recommender.core.records import Measurement, ModelSpec, Variant, checkpoint_from_name
-from recommender.model.arch import spec_from_config
-from recommender.model.quant import CATALOG_QUANTS, RULES_VERSION
+from recommender.model.arch import spec_from_config, UnsupportedArchitecture
+from recommender.model.quant import quants_for, RULES_VERSION
 from recommender.hardware.profiles import load_profiles
 from recommender.predict.analytical import variant_bytes
 from recommender.predict.calibrated import CALIBRATION_VERSION, META_KEY
@@ -62,7 +62,7 @@ def catalog_variants(spec: ModelSpec) -> list[Variant]:
     """Every catalog quantization of one model, sized tensor by tensor (see recommender.quant)."""
 
     out = []
-    for q in CATALOG_QUANTS:
+    for q in quants_for(spec):
         nbytes, embd, experts = variant_bytes(spec, q)
         out.append(Variant(model_id=spec.id, quant=q, weights_bytes=nbytes, embedding_bytes=embd, expert_bytes=experts,
                            bits_per_weight=round(8 * nbytes / spec.params_total, 4) if spec.params_total else 0.0,
@@ -71,7 +71,12 @@ def catalog_variants(spec: ModelSpec) -> list[Variant]:
     return out
 
 
-def load_models(sources: Path) -> list[ModelSpec]:
+REFUSED_META_KEY = "refused_models"  # meta: JSON [{"model": id, "reason": ...}] of configs left out of the build
+
+
+def load_models(sources: Path, refused: list[dict] | None = None) -> list[ModelSpec]:
+    """Every config in sources.csv as a ModelSpec. A config whose architecture cannot be sized correctly is left out
+    (and appended to ``refused`` as {"model", "reason"} when a list is given)."""
 
     index = sources / "configs" / "sources.csv"
     kinds = quality_kinds(sources)
@@ -83,16 +88,39 @@ def load_models(sources: Path) -> list[ModelSpec]:
             source = (f"{row['source_repo']}@{row['source_commit'][:12]}:{row['source_path']}"
                       if row.get("source_repo") else str(cfg_path.relative_to(sources)))
             notes = "; ".join(x for x in (row.get("notes"), row.get("license_basis")) if x) or None
-            spec = spec_from_config(config, model_id=row["model"], source=source,
-                                    source_kind=row.get("source_kind", ""),
-                                    license=row.get("model_license") or None, notes=notes)
-            stated = (row.get("checkpoint") or "").strip().lower()
-            checkpoint = CHECKPOINT_SYNONYMS.get(stated, stated) or kinds.get(spec.id) or checkpoint_from_name(spec.id)
-            if checkpoint not in CHECKPOINTS:
-                raise UserError(f"{index}: model {spec.id}: unknown checkpoint {checkpoint!r}",
-                                hint=f"use one of {', '.join(CHECKPOINTS)}")
-            specs.append(spec.model_copy(update={"checkpoint": checkpoint}))
+            try:
+                spec = spec_from_config(config, model_id=row["model"], source=source,
+                                        source_kind=row.get("source_kind", ""),
+                                        license=row.get("model_license") or None, notes=notes)
+            except UnsupportedArchitecture as e:
+                if refused is not None:
+                    refused.append({"model": row["model"], "reason": e.message})
+                continue
+            checkpoint, inferred = row_checkpoint(row, kinds.get(spec.id), index)
+            if inferred:
+                notes = "; ".join(x for x in (notes, f"checkpoint kind {checkpoint} {inferred}") if x)
+            facts = {k: (row.get(k) or None) for k in ("modality", "release_date", "structure")}
+            specs.append(spec.model_copy(update={**facts, "checkpoint": checkpoint, "notes": notes}))
     return specs
+
+
+def row_checkpoint(row: dict, curated: Optional[str], index: Path) -> tuple[str, Optional[str]]:
+    """(checkpoint kind, how it was inferred or None when stated) of one sources.csv row. sources/quality/models.csv
+    ``kind`` comes first: it is curated per model and tells a hybrid thinking checkpoint (Qwen3, DeepSeek-V3.1) from
+    a plain instruct one, which sources.csv does not; then sources.csv ``checkpoint`` as stated; then its
+    "X (inferred)" values; then the Hub naming convention (checkpoint_from_name). "unstated" counts as absent."""
+    stated = (row.get("checkpoint") or "").strip().lower()
+    inferred = stated.endswith("(inferred)")
+    stated = stated.removesuffix("(inferred)").strip()
+    stated = "" if stated == "unstated" else CHECKPOINT_SYNONYMS.get(stated, stated)
+    if stated and stated not in CHECKPOINTS:
+        raise UserError(f"{index}: model {row['model']}: unknown checkpoint {stated!r}",
+                        hint=f"use one of {', '.join(CHECKPOINTS)}")
+    if curated:
+        return curated, None
+    if stated:
+        return stated, "(inferred in sources/configs/sources.csv)" if inferred else None
+    return checkpoint_from_name(row["model"]), "(inferred from the name)"
 
 
 def quality_kinds(sources: Path) -> dict[str, str]:
@@ -161,7 +189,8 @@ def shipped_calibration(models: list[ModelSpec], measurements: list[Measurement]
 def build_catalog(out_path: Path, sources: Path) -> dict:
     """Write a fresh catalog to ``out_path`` (atomically: a temp file renamed into place). Returns counts."""
     out_path = Path(out_path)
-    models = load_models(sources)
+    refused: list[dict] = []
+    models = load_models(sources, refused)
     items = [(m, catalog_variants(m), None) for m in models]
     scores = load_scores(sources)
     measurements = load_measurements(sources)
@@ -176,14 +205,15 @@ def build_catalog(out_path: Path, sources: Path) -> dict:
             w.put_measurements(measurements)
             w.put_quality(model_quality, quant_quality)
             w.put_meta({"sources_sha256": sources_digest(sources), "built_by": f"llm-recommender {__version__}",
+                        REFUSED_META_KEY: json.dumps(refused),
                         META_KEY: shipped_calibration(models, measurements).model_dump_json()})
         os.replace(tmp, out_path)
     finally:
         for p in (tmp, tmp + ".wal"):
             if os.path.exists(p):
                 os.unlink(p)
-    return {"models": len(models), "variants": sum(len(v) for _, v, _ in items), "published_scores": len(scores),
-            "measurements": len(measurements),
+    return {"models": len(models), "refused": refused, "variants": sum(len(v) for _, v, _ in items),
+            "published_scores": len(scores), "measurements": len(measurements),
             "model_quality": len(model_quality), "quant_quality": len(quant_quality), "path": str(out_path)}
 
 

@@ -16,10 +16,12 @@ from typing import Optional
 
 from recommender.core.errors import UserError
 from recommender.core.records import ModelSpec, Variant
-from recommender.model.arch import spec_from_config, spec_from_gguf
+from recommender.model.arch import GGUF_ARCH, spec_from_config, spec_from_gguf
 from recommender.model.quant import gguf_file_quant
 from recommender.catalog.build import catalog_variants
+from recommender.catalog.hub import checkpoint_kind, fetch, HUB_SOURCE_KIND, parse_hub_ref
 
+SIZED_GGUF_ARCHS = frozenset(GGUF_ARCH.values())  # GGUF architectures whose other quantizations can be estimated
 _HF_CACHE_RE = re.compile(r"models--(?P<org>[^-][^/]*?)--(?P<name>[^/]+)$")
 
 
@@ -171,11 +173,38 @@ def from_gguf(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, li
                        bits_per_weight=round(8 * info.tensor_data_bytes / spec.params_total, 4)
                        if spec.params_total else 0.0,
                        weights_bytes_provenance="measured", basis=f"tensor sizes in the GGUF header of {path.name}")
-    variants = [v for v in variants if v.quant != quant] + [measured]
+    if info.architecture not in SIZED_GGUF_ARCHS:
+        # the file's own tensors are exact; other quantizations would be sized from a layout this code does not
+        # have for the architecture, so none is estimated
+        variants = [measured]
+        spec = spec.model_copy(update={"notes": f"{spec.notes}; architecture {info.architecture} is not modelled: "
+                                                "only this file's quantization (measured) is in the catalog"})
+    else:
+        variants = [v for v in variants if v.quant != quant] + [measured]
     return spec, variants, {quant: str(path.resolve())}
 
 
-def from_path(path: Path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+def from_hub(repo_id: str, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+    """A model from the Hub's config.json and card metadata (recommender.catalog.hub), every quant sized."""
+    m = fetch(repo_id)
+    kind = checkpoint_kind(m)
+    notes = "; ".join(x for x in (f"base_model {m.base_model}" if m.base_model else "",
+                                  f"pipeline_tag {m.pipeline_tag}" if m.pipeline_tag else "",
+                                  f"checkpoint kind {kind} inferred from the repository name" if kind else "")
+                      if x) or None
+    spec = spec_from_config(m.config, model_id=model_id or repo_id,
+                            source=f"{m.endpoint}/{repo_id}@{(m.commit or 'unknown')[:12]}:config.json",
+                            source_kind=HUB_SOURCE_KIND, license=m.license, notes=notes)
+    spec = spec.model_copy(update={"release_date": m.created, "checkpoint": kind,
+                                   "modality": "text" if m.pipeline_tag in (None, "text-generation") else
+                                   m.pipeline_tag})
+    return spec, catalog_variants(spec), {}
+
+
+def from_path(path, model_id: Optional[str] = None) -> tuple[ModelSpec, list[Variant], dict[str, str]]:
+    repo = parse_hub_ref(str(path))
+    if repo:
+        return from_hub(repo, model_id)
     path = Path(path)
     if not path.exists():
         raise UserError(f"no such file or folder: {path}", hint="give a config.json, an HF model folder or a .gguf file")

@@ -11,10 +11,12 @@ import typer
 
 
 from recommender.core.errors import UserError
+from recommender.core.records import CHAT_CHECKPOINTS
 from recommender.core.paths import base_catalog_path, SOURCES_DIR, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms
 from recommender.hardware.profiles import load_profiles, match_profile
 from recommender.catalog.build import build_catalog, check_build_target, remove_stale_build_files
+from recommender.catalog.hub import HUB_SOURCE_KIND
 from recommender.catalog.ingest import discover, from_path
 from recommender.catalog.store import UserCatalog
 from recommender.rank.quality import QualityIndex
@@ -44,18 +46,21 @@ def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdo
         rows.append({"id": mid, "architecture": s.architecture, "params_total": s.params_total,
                      "params_active": s.params_active, "max_context_tokens": s.max_position_embeddings,
                      "quants": sorted(q for (m, q) in variants if m == mid), "source": s.source,
-                     "source_kind": s.source_kind, "license": s.license, "origin": cat.origin(mid)})
+                     "source_kind": s.source_kind, "license": s.license, "origin": cat.origin(mid),
+                     "checkpoint": s.checkpoint, "modality": s.modality, "release_date": s.release_date,
+                     "structure": s.structure})
     if as_json:
         emit_json(rows)
         return
     if as_csv:
         emit_csv_dicts(rows)
         return
-    t = Table(title=f"{len(rows)} models")
-    for col in ("model", "architecture", "params", "active", "max ctx", "quants", "origin", "source"):
+    chat = sum(1 for r in rows if r["checkpoint"] in CHAT_CHECKPOINTS)
+    t = Table(title=f"{len(rows)} models ({chat} instruct / chat / hybrid / reasoning checkpoints)")
+    for col in ("model", "kind", "architecture", "params", "active", "max ctx", "quants", "origin", "source"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["id"], r["architecture"], _human_params(r["params_total"]),
+        t.add_row(r["id"], r["checkpoint"] or "?", r["architecture"], _human_params(r["params_total"]),
                   _human_params(r["params_active"]) if r["params_active"] != r["params_total"] else "",
                   str(r["max_context_tokens"]), str(len(r["quants"])), r["origin"], r["source"])
     stdout_console().print(t)
@@ -111,7 +116,8 @@ def show(model: str = typer.Argument(..., help="HF id or a unique part of its na
 
 
 @app.command("add")
-def add(path: Path = typer.Argument(..., help="A config.json, an HF model folder, or a .gguf file."),
+def add(path: str = typer.Argument(..., help="A config.json, an HF model folder, a .gguf file, or hf:ORG/NAME "
+                                          "(config.json and card metadata from the Hub; endpoint HF_ENDPOINT)."),
         model_id: Optional[str] = typer.Option(None, "--id", help="Catalog id to use (default: from the files)."),
         as_json: bool = typer.Option(False, "--json")) -> None:
     """Add (or update) one model in your own catalog overlay; the shipped catalog is never modified."""
@@ -127,16 +133,37 @@ def add(path: Path = typer.Argument(..., help="A config.json, an HF model folder
              f"{len(variants)} variants) to {user_catalog_path()}")
 
 
+def _user_models():
+    """The models of the user's overlay (origin 'user') in the catalog the CLI opens."""
+    cat = open_catalog()
+    return [s for mid, s in cat.models().items() if cat.origin(mid) == "user"]
+
+
 @app.command("refresh")
-def refresh(directory: Path = typer.Argument(..., help="Folder holding model folders and/or .gguf files."),
+def refresh(directory: Optional[Path] = typer.Argument(None, help="Folder holding model folders and/or .gguf "
+                                                                   "files."),
+            hub: bool = typer.Option(False, "--hub", help="Re-read every model of your catalog that came from the "
+                                                          "Hub (hf:ORG/NAME) from the Hub."),
             skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip unreadable models instead of stopping."),
             as_json: bool = typer.Option(False, "--json")) -> None:
-    """Add or update every model found under a folder, in one transaction."""
+    """Add or update every model found under a folder (or, with --hub, re-read the Hub's), in one transaction."""
 
+    if (directory is None) == (not hub):
+        raise UserError("give a folder or --hub (not both)", hint="recommender catalog refresh ~/models, or "
+                                                                  "recommender catalog refresh --hub")
+    if hub:
+        # source is "<endpoint>/<ORG>/<NAME>@<commit>:config.json" (recommender.catalog.ingest.from_hub)
+        refs = sorted(("hf:" + "/".join(s.source.split("@", 1)[0].split("/")[-2:]), s.id) for s in _user_models()
+                      if s.source_kind == HUB_SOURCE_KIND)
+        if not refs:
+            raise UserError("your catalog has no model added from the Hub", hint="add one: recommender catalog add "
+                                                                                  "hf:ORG/NAME")
+    else:
+        refs = [(p, None) for p in discover(directory)]
     items, skipped, where = [], [], {}
-    for p in discover(directory):
+    for p, keep_id in refs:
         try:
-            item = from_path(p)
+            item = from_path(p, keep_id)
         except Exception as e:  # noqa: BLE001 - one unreadable model must not stop --skip-bad (OSError, ...)
             msg = e.message if isinstance(e, UserError) else f"cannot read it ({type(e).__name__}: {e})"[:300]
             if not skip_bad:
@@ -192,6 +219,11 @@ def build(out: Optional[Path] = typer.Option(None, "--out", help="Where to write
     counts = build_catalog(target, sources or SOURCES_DIR)
     info(f"built {counts['path']}: {counts['models']} models, {counts['variants']} variants, "
          f"{counts['published_scores']} published scores, {counts['measurements']} measurements")
+    if counts["refused"]:
+        info(f"{len(counts['refused'])} configs left out (their architecture is not modelled; "
+             "recorded in the catalog's refused_models):")
+        for r in counts["refused"]:
+            info(f"  {r['model']}: {r['reason']}")
 
 
 @app.command("measurements")

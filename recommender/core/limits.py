@@ -113,8 +113,15 @@ def json_depth_ok(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     return True
 
 
+# Config keys whose value is a numeric range that may be open-ended (+/-Infinity, as Python's json writes it): Mamba-2's
+# clamp on the discretization step, `time_step_limit` (transformers Mamba2Config / NemotronH default (0.0, inf); the
+# published nvidia/NVIDIA-Nemotron-3-Super-120B-A12B config.json holds [0.0, Infinity]). Never read as a size.
+UNBOUNDED_RANGE_KEYS = frozenset({"time_step_limit"})
+
+
 def check_config(config: Any, model_id: str) -> None:
-    """Raw config.json checks before any field is used: nesting depth, every number finite and within BIGINT, and a
+    """Raw config.json checks before any field is used: nesting depth, every number finite (but the open ends of
+    UNBOUNDED_RANGE_KEYS) and within BIGINT, and a
     hidden size that splits into the heads when no head_dim says otherwise."""
     if not isinstance(config, dict):
         return  # the parser's own error says so
@@ -124,7 +131,11 @@ def check_config(config: Any, model_id: str) -> None:
     while stack:
         v = stack.pop()
         if isinstance(v, dict):
-            stack.extend(v.values())
+            for k, x in v.items():
+                if k in UNBOUNDED_RANGE_KEYS and isinstance(x, list) and all(
+                        isinstance(e, (int, float)) and not isinstance(e, bool) and not math.isnan(e) for e in x):
+                    continue  # a range with an open end, never a size
+                stack.append(x)
         elif isinstance(v, list):
             stack.extend(v)
         elif isinstance(v, float) and not math.isfinite(v):

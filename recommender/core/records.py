@@ -7,6 +7,7 @@ Field names carry their units (``*_bytes``, ``*_ms``, ``*_per_s``); values are s
 from __future__ import annotations
 
 from dataclasses import dataclass
+import copy
 import re
 from typing import Any, Literal, Optional, Protocol, Union
 
@@ -45,6 +46,44 @@ def checkpoint_from_name(model_id: str) -> Checkpoint:
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: cold start
 
+    @classmethod
+    def trusted(cls, **values: Any):
+        """A record from values that are already checked (computed from validated records), as pydantic's
+        ``model_construct`` makes it - the same ``__dict__`` (fields in declaration order, defaults filled in and
+        mutable ones copied, factories called) and fields-set - without its per-field alias and default resolution,
+        which was most of the time of the ~10,000 candidates a recommend builds. Only for models without aliases,
+        post-init or private attributes (checked once per class)."""
+        plan = _TRUSTED_PLANS.get(cls) or _trusted_plan(cls)
+        d = {}
+        for name, required, factory, default, mutable in plan:
+            if name in values:
+                d[name] = values[name]
+            elif not required:
+                d[name] = factory() if factory is not None else copy.deepcopy(default) if mutable else default
+        m = cls.__new__(cls)
+        object.__setattr__(m, "__dict__", d)
+        object.__setattr__(m, "__pydantic_fields_set__", values.keys() & d.keys())
+        object.__setattr__(m, "__pydantic_extra__", None)
+        object.__setattr__(m, "__pydantic_private__", None)
+        return m
+
+
+_TRUSTED_PLANS: dict[type, tuple] = {}
+_IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
+
+
+def _trusted_plan(cls) -> tuple:
+    """(name, required, default factory, default, default is mutable) per field of ``cls``, for Strict.trusted."""
+    if cls.__pydantic_post_init__ or cls.__private_attributes__:
+        raise TypeError(f"{cls.__name__} has a post-init or private attributes: use model_construct")
+    plan = []
+    for name, f in cls.model_fields.items():
+        if f.alias is not None or f.validation_alias is not None or f.default_factory_takes_validated_data:
+            raise TypeError(f"{cls.__name__}.{name} has an alias or a data-taking factory: use model_construct")
+        plan.append((name, f.is_required(), f.default_factory, f.default, not isinstance(f.default, _IMMUTABLE)))
+    _TRUSTED_PLANS[cls] = plan = tuple(plan)
+    return plan
+
 
 class ModelSpec(Strict):
     """Architecture of one model, read from its config.json or GGUF header."""
@@ -81,6 +120,24 @@ class ModelSpec(Strict):
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    # Layers with an MoE block: layer i (i >= first_k_dense_layers) is MoE when (i + 1) % moe_layer_step == 0
+    # (Llama-4 interleave_moe_layer_step, ERNIE-4.5 moe_layer_interval); other layers use the dense MLP.
+    moe_layer_step: int = 1
+    # Hybrid linear attention (Qwen3-Next Gated DeltaNet): layer i is full attention when
+    # (i + 1) % full_attention_interval == 0, every other layer is a linear-attention layer holding a fixed recurrent
+    # state (conv + delta-rule state) instead of a growing KV cache. 0 = no linear layers.
+    full_attention_interval: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    nextn_layers: int = 0  # multi-token-prediction blocks the GGUF converter appends after the trunk (weights only)
+    # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
+    # checkpoint kind is the field `checkpoint` below
+    modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)
+    release_date: Optional[str] = None
+    structure: Optional[str] = None  # dense / MoE / MLA / sliding-window summary
     # Derived from the fields above (recommender.arch); not published numbers.
     params_total: int = 0
     params_active: int = 0
@@ -114,6 +171,12 @@ class ModelSpec(Strict):
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
 
+    @property
+    def num_linear_attn_layers(self) -> int:
+        """Trunk layers without a KV cache (linear attention); 0 for a plain transformer."""
+        k = self.full_attention_interval
+        return self.num_layers - self.num_layers // k if k else 0
+
 
 class TensorInfo(Strict):
     """One weight tensor as llama.cpp names it (GGUF naming), shape as (ne0 = input dim, ne1 = rows, ...)."""
@@ -133,7 +196,7 @@ class TensorInfo(Strict):
 
 class QuantSpec(Strict):
     name: str  # "Q4_K_M", "F16", "AWQ-4bit", ...
-    family: Literal["float", "gguf", "awq", "gptq", "fp8"]
+    family: Literal["float", "gguf", "awq", "gptq", "fp8", "int8", "bnb"]
     engines: list[str]
     nominal_bits: float
     description: str = ""

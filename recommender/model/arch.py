@@ -34,20 +34,74 @@ from recommender.core.records import ModelSpec, TensorInfo
 # ----------------------------------------------------------------------------------------------------------------
 
 # HF model_type -> llama.cpp GGUF architecture name (``general.architecture``), from convert_hf_to_gguf.py's
-# ``@ModelBase.register`` classes (ggml-org/llama.cpp): Mistral and Mixtral are converted as "llama".
+# ``@ModelBase.register`` classes (ggml-org/llama.cpp, the copy vendored in llama-cpp-python 0.3.36): Mistral and
+# Mixtral are converted as "llama". Only model types whose tensors ``raw_inventory_of`` lists exactly are here;
+# every other model type is refused (``UnsupportedArchitecture``) rather than sized as something it is not.
+# Multimodal entries (qwen3_vl_text, qwen2_5_vl, mistral3, phi3_v, voxtral's llama text model) size the language
+# model only: the vision / audio encoder is a separate mmproj file in llama.cpp and is not counted.
 GGUF_ARCH = {
     "llama": "llama", "mistral": "llama", "mixtral": "llama",
     "qwen2": "qwen2", "qwen2_moe": "qwen2moe", "qwen3": "qwen3", "qwen3_moe": "qwen3moe",
     "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3", "gemma3_text": "gemma3",
     "phi3": "phi3", "internlm2": "internlm2", "baichuan": "baichuan", "minicpm": "minicpm",
     "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2",
+    # added with the 155-model catalog (src/models/<arch>.cpp of the vendored llama.cpp for each layout)
+    "kimi_k2": "deepseek2",  # Kimi-K2 is DeepSeek-V3's layout (convert_hf_to_gguf.py KimiK2 -> DeepseekV2Model)
+    "gpt_oss": "gpt-oss", "llama4_text": "llama4", "ernie4_5_moe": "ernie4_5-moe",
+    "qwen3_vl_text": "qwen3vl", "qwen3_vl_moe_text": "qwen3vlmoe", "qwen2_5_vl": "qwen2vl",
+    "qwen2_5_vl_text": "qwen2vl", "mistral3": "mistral3", "ministral3": "mistral3", "phi3_v": "phi3",
+    "olmo2": "olmo2", "cohere": "command-r", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
+    "qwen3_next": "qwen3next",
+    # OLMo-3: the OLMo-2 layout plus sliding-window layers; the converter writes it as "olmo2" with the window and
+    # a per-layer pattern from layer_types (conversion/olmo.py Olmo2Model registers Olmo3ForCausalLM), and
+    # src/models/olmo2.cpp then runs the windowed layers in the SWA cache (load_swa_pattern, default pattern 4)
+    "olmo3": "olmo2",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
     "llama": "llama", "qwen2": "qwen2", "qwen2moe": "qwen2_moe", "qwen3": "qwen3", "qwen3moe": "qwen3_moe",
     "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3", "internlm2": "internlm2",
-    "baichuan": "baichuan", "minicpm": "minicpm", "deepseek2": "deepseek_v2",
+    "baichuan": "baichuan", "minicpm": "minicpm", "deepseek2": "deepseek_v2", "gpt-oss": "gpt_oss",
+    "llama4": "llama4_text", "ernie4_5-moe": "ernie4_5_moe", "qwen3vl": "qwen3_vl_text",
+    "qwen3vlmoe": "qwen3_vl_moe_text", "qwen2vl": "qwen2_5_vl", "mistral3": "mistral3", "olmo2": "olmo2",
+    "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
+    "qwen3next": "qwen3_next",
 }
+
+# Model types seen in real configs whose weights or memory this code cannot size correctly, and why. A config of
+# any type outside GGUF_ARCH is refused; these get a specific reason.
+UNSUPPORTED_REASONS = {
+    "qwen3_5_text": "hybrid Gated DeltaNet linear-attention layers are not modelled",
+    "qwen3_5_moe_text": "hybrid Gated DeltaNet linear-attention layers are not modelled",
+    "nemotron_h": "hybrid Mamba-2 / attention layers (ssm_* tensors, per-layer block pattern) are not modelled",
+    "nemotron-nas": "per-layer block_configs (layers of different widths, some without attention) are not modelled",
+    "lfm2": "short-convolution layers (shortconv tensors, no KV cache in those layers) are not modelled",
+    "gemma4_text": "per-layer embeddings, shared-KV layers and per-layer head sizes of Gemma-4 are not modelled",
+    "mllama_text_model": "interleaved cross-attention layers (Llama-3.2-Vision) are not modelled",
+    "deepseek_v32": "DeepSeek sparse attention (the lightning indexer's tensors and its key cache) is not modelled",
+    "glm4_moe_lite": "GLM-4.7-Flash's MLA + MoE layout is not modelled",
+    "minimax_m2": "MiniMax-M2's full-width q/k norms and MoE layout are not modelled",
+    "mimo": "MiMo's multi-token-prediction layers are not modelled",
+    "mimo_v2_flash": "MiMo-V2's hybrid sliding-window attention with differing head sizes and MTP layers are not "
+                     "modelled",
+    "step3p7": "Step-3.7's attention and MoE layout is not modelled",
+    "bailing_moe": "Ling / Bailing MoE layout (grouped routing, fused qkv) is not modelled",
+    "minicpmv": "MiniCPM-V's language model layout is not read from this config",
+    "glm4v": "GLM-4V's text model (glm4 post-norms, fused gate/up) is not modelled",
+    "chatglm": "ChatGLM's fused qkv / gate-up layout and its config keys are not modelled",
+    "minicpm3": "MiniCPM3's multi-head latent attention config (no v_head_dim) is not modelled",
+}
+
+
+# transformers model classes -> model_type, for configs that name only "architectures"
+_MODEL_TYPE_OF_ARCHITECTURE = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
+                               "MixtralForCausalLM": "mixtral", "Qwen2ForCausalLM": "qwen2",
+                               "Qwen3ForCausalLM": "qwen3", "Gemma2ForCausalLM": "gemma2", "Phi3ForCausalLM": "phi3"}
+
+
+class UnsupportedArchitecture(UserError):
+    """A config of an architecture whose tensors / memory this code cannot size correctly (never sized anyway)."""
+
 
 # Library defaults for keys a config.json may omit, from the transformers configuration classes (the values the
 # model actually loads with). Only keys that real published config.json files are known to omit are listed.
@@ -62,10 +116,13 @@ LIBRARY_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma2": {"head_dim": 256, "sliding_window": 4096, "max_position_embeddings": 8192},
     "gemma": {"head_dim": 256},
 }
-_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}  # Gemma*Config(tie_word_embeddings=True)
+# Gemma*Config(tie_word_embeddings=True); CohereConfig(tie_word_embeddings=True)
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "cohere"}
 
-_QKV_BIAS_TYPES = {"qwen2", "qwen2_moe"}  # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True)
-_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+# Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True); StableLM-2 when use_qkv_bias (read below)
+_QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
+                  "olmo3", "exaone4"}
 _POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
 
 # GGUF layout quirks: Phi-3 keeps HF's fused qkv_proj and gate_up_proj (llama.cpp src/models/phi3.cpp:
@@ -101,7 +158,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     if not isinstance(config, dict):
         raise _bad(f"config for {model_id} is not a JSON object (got {type(config).__name__})")
     text = config.get("text_config")
-    if isinstance(text, dict) and "hidden_size" not in config:
+    if isinstance(text, dict) and ("hidden_size" not in config or "num_hidden_layers" not in config):
         # multimodal wrapper (Gemma3ForConditionalGeneration, ...): the language model's fields live in text_config
         cfg = {**{k: v for k, v in config.items() if k in ("torch_dtype", "tie_word_embeddings")}, **text}
     else:
@@ -109,8 +166,16 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     archs = config.get("architectures")
     model_type = str(_first(cfg, "model_type", default="") or config.get("model_type") or "")
     architecture = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else model_type
+    if not model_type and architecture in _MODEL_TYPE_OF_ARCHITECTURE:
+        model_type = _MODEL_TYPE_OF_ARCHITECTURE[architecture]  # a config that names only its transformers class
     if not architecture:
-        raise _bad(f"config for {model_id} names no architecture (no 'architectures' and no 'model_type')")
+        raise UnsupportedArchitecture(f"config for {model_id} names no architecture (no 'architectures' and no "
+                                      "'model_type')", hint="give the config.json as published with the weights")
+    if model_type not in GGUF_ARCH:
+        reason = UNSUPPORTED_REASONS.get(model_type, "its tensor layout is not modelled")
+        raise UnsupportedArchitecture(
+            f"config for {model_id}: model type {model_type or architecture!r} is not supported ({reason})",
+            hint=f"supported model types: {', '.join(sorted(GGUF_ARCH))}")
 
     used_defaults: list[str] = []
     defaults = LIBRARY_DEFAULTS.get(model_type, {})
@@ -141,17 +206,43 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
                           required=False, default=0), "max_position_embeddings", model_id)
 
     # Mixture of experts
-    n_experts = _as_int(get("num_local_experts", "num_experts", "n_routed_experts", required=False, default=0),
-                        "num_experts", model_id)
-    top_k = _as_int(get("num_experts_per_tok", "moe_top_k", required=False, default=0) if n_experts else 0,
-                    "num_experts_per_tok", model_id)
+    n_experts = _as_int(get("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts",
+                            required=False, default=0), "num_experts", model_id)
+    # gpt-oss names it experts_per_token (as well as num_experts_per_tok), ERNIE-4.5 moe_k
+    top_k = _as_int(get("num_experts_per_tok", "moe_top_k", "experts_per_token", "moe_k", required=False, default=0)
+                    if n_experts else 0, "num_experts_per_tok", model_id)
     dense_ff = get("intermediate_size", "ffn_hidden_size", "n_inner", required=not n_experts, default=0)
     dense_ff = _as_int(dense_ff, "intermediate_size", model_id)
     moe_ff = n_shared = shared_ff = first_dense = 0
+    moe_step = 1
     if n_experts:
         moe_ff = _as_int(get("moe_intermediate_size", required=False, default=dense_ff), "moe_intermediate_size",
                          model_id)
-        if model_type.startswith("deepseek"):
+        if model_type == "llama4_text":
+            # transformers Llama4TextConfig: experts and the one shared expert are intermediate_size wide; the dense
+            # layers (when interleave_moe_layer_step > 1) are intermediate_size_mlp wide; layer i is MoE when
+            # (i + 1) % step == 0 (moe_layers = range(step - 1, L, step); llama.cpp src/models/llama4.cpp the same)
+            moe_ff = dense_ff
+            n_shared, shared_ff = 1, dense_ff
+            moe_step = _as_int(get("interleave_moe_layer_step", required=False, default=1), "interleave_moe_layer_step",
+                               model_id) or 1
+            dense_ff = _as_int(get("intermediate_size_mlp", required=moe_step > 1, default=0), "intermediate_size_mlp",
+                               model_id) if moe_step > 1 else 0
+        elif model_type == "ernie4_5_moe":
+            # modeling_ernie4_5_moe.py: layers >= moe_layer_start_index with (i + 1) % moe_layer_interval == 0 are MoE;
+            # the shared experts are one MLP of moe_intermediate_size * moe_num_shared_experts
+            # (llama.cpp src/models/ernie4-5-moe.cpp: n_layer_dense_lead, n_moe_layer_step, n_ff_shexp)
+            n_shared = _as_int(get("moe_num_shared_experts", required=False, default=0), "moe_num_shared_experts",
+                               model_id)
+            shared_ff = moe_ff * n_shared
+            first_dense = min(n_layers, _as_int(get("moe_layer_start_index", required=False, default=0),
+                                                "moe_layer_start_index", model_id))
+            moe_step = _as_int(get("moe_layer_interval", required=False, default=1), "moe_layer_interval",
+                               model_id) or 1
+            end = get("moe_layer_end_index", required=False)
+            if end is not None and end not in (-1, n_layers - 1):
+                raise UnsupportedArchitecture(f"config for {model_id}: moe_layer_end_index {end} is not modelled")
+        elif model_type.startswith("deepseek") or model_type == "kimi_k2":
             # DeepSeek-V2 modeling_deepseek.py: shared experts are one MLP of width moe_intermediate_size * n_shared
             n_shared = _as_int(get("n_shared_experts", required=False, default=0), "n_shared_experts", model_id)
             shared_ff = moe_ff * n_shared
@@ -167,7 +258,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         if get("mlp_only_layers", required=False) or (get("decoder_sparse_step", required=False, default=1) or 1) != 1:
             raise _bad(f"config for {model_id}: mixed dense/MoE layers (mlp_only_layers / decoder_sparse_step) "
                        "are not supported", hint="only models with an MoE block in every layer are modelled")
-        if not first_dense:
+        if not first_dense and moe_step == 1:
             dense_ff = 0  # every layer is MoE: there is no dense MLP width
         if not top_k:
             raise _bad(f"config for {model_id}: MoE config without num_experts_per_tok")
@@ -185,7 +276,19 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     window = get("sliding_window", required=False)
     n_swa = 0
     layer_types = cfg.get("layer_types")
-    if isinstance(layer_types, list) and layer_types:
+    if model_type == "llama4_text" and get("attention_chunk_size", required=False):
+        # Llama-4 chunked local attention on the RoPE layers (transformers Llama4TextConfig: no_rope_layers, default
+        # every no_rope_layer_interval = 4th layer global); llama.cpp runs it in the sliding-window cache
+        # (src/models/llama4.cpp: LLAMA_SWA_TYPE_CHUNKED, n_swa = attention_chunk_size, pattern 4)
+        window = get("attention_chunk_size")
+        no_rope = cfg.get("no_rope_layers")
+        if isinstance(no_rope, list) and len(no_rope) == n_layers:
+            n_swa = sum(1 for x in no_rope if x)  # 1 = uses RoPE = chunked
+        else:
+            interval = _as_int(get("no_rope_layer_interval", required=False, default=4), "no_rope_layer_interval",
+                               model_id) or 4
+            n_swa = n_layers - n_layers // interval
+    elif isinstance(layer_types, list) and layer_types:
         n_swa = sum(1 for t in layer_types if t == "sliding_attention")
     elif window:
         if model_type == "gemma2":
@@ -212,9 +315,24 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         tie = model_type in _TIED_BY_DEFAULT
         if model_type in _TIED_BY_DEFAULT:
             used_defaults.append("tie_word_embeddings=True")
-    bias = cfg.get("attention_bias", cfg.get("bias", False))
+    bias = cfg.get("attention_bias", cfg.get("bias", cfg.get("use_qkv_bias", False)))
     dtype = _first(cfg, "torch_dtype", "dtype")
 
+    linear: dict[str, int] = {}
+    if model_type == "qwen3_next":
+        # transformers Qwen3NextConfig; the MTP block: convert_hf_to_gguf.py keeps it unless --no-mtp, and the
+        # Qwen3-Next config does not state mtp_num_hidden_layers (the converter counts the checkpoint's mtp.* layers:
+        # one for the published Qwen3-Next-80B-A3B checkpoints)
+        linear = {k: _as_int(get(c), c, model_id) for k, c in (
+            ("full_attention_interval", "full_attention_interval"), ("linear_num_key_heads", "linear_num_key_heads"),
+            ("linear_num_value_heads", "linear_num_value_heads"), ("linear_key_head_dim", "linear_key_head_dim"),
+            ("linear_value_head_dim", "linear_value_head_dim"), ("linear_conv_kernel", "linear_conv_kernel_dim"))}
+        if not linear["full_attention_interval"]:
+            raise _bad(f"config for {model_id}: full_attention_interval must be positive")
+        linear["nextn_layers"] = _as_int(get("mtp_num_hidden_layers", required=False, default=1), "mtp_num_hidden_layers",
+                                         model_id)
+        if n_shared == 0 and shared_ff:
+            n_shared = 1
     if used_defaults:
         extra = f"library defaults used for keys absent from config.json: {', '.join(used_defaults)}"
         notes = f"{notes}; {extra}" if notes else extra
@@ -224,12 +342,14 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         vocab_size=vocab, max_position_embeddings=max_pos, tie_word_embeddings=bool(tie),
         torch_dtype=str(dtype) if dtype else None,
         attention_bias=model_type in _QKV_BIAS_TYPES or bool(bias),
-        qk_norm=model_type in _QK_NORM_TYPES, extra_norms_per_layer=2 if model_type in _POST_NORM_TYPES else 0,
+        qk_norm=model_type in _QK_NORM_TYPES or bool(cfg.get("use_qk_norm")),
+        extra_norms_per_layer=2 if model_type in _POST_NORM_TYPES else 0,
         sliding_window=window, num_swa_layers=n_swa,
         num_experts=n_experts, num_experts_per_tok=top_k, moe_intermediate_size=moe_ff,
         num_shared_experts=n_shared, shared_expert_intermediate_size=shared_ff, first_k_dense_layers=first_dense,
         kv_lora_rank=kv_lora, q_lora_rank=q_lora, qk_rope_head_dim=qk_rope, qk_nope_head_dim=qk_nope,
-        v_head_dim=v_head, source=source, source_kind=source_kind, license=license, notes=notes,
+        v_head_dim=v_head, moe_layer_step=moe_step, **linear, source=source, source_kind=source_kind, license=license,
+        notes=notes,
     )
     total, active = param_counts(spec)
     return spec.model_copy(update={"params_total": total, "params_active": active})
@@ -239,7 +359,8 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
 # ModelSpec -> tensors (GGUF names)
 # ----------------------------------------------------------------------------------------------------------------
 
-# A raw tensor: (name, shape, layer or -1, expert_count)
+# A raw tensor: (name, shape, layer or -1, expert_count): expert_count > 1 only for routed-expert tensors (whose
+# last dimension is the expert), 1 for everything else (MLA's 3-D attn_k_b / attn_v_b included)
 RawTensor = tuple[str, tuple[int, ...], int, int]
 
 
@@ -269,6 +390,14 @@ class ArchKey(NamedTuple):
     qk_rope_head_dim: int
     qk_nope_head_dim: int
     v_head_dim: int
+    moe_layer_step: int = 1
+    full_attention_interval: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    nextn_layers: int = 0
 
 
 def gguf_arch(spec: ModelSpec) -> str:
@@ -277,7 +406,8 @@ def gguf_arch(spec: ModelSpec) -> str:
         return GGUF_ARCH[spec.model_type]
     if spec.source_kind == "gguf header":
         return spec.architecture
-    return "llama"  # unknown HF model_type: the llama layout is the common denominator
+    # a spec stored before unsupported types were refused: the llama layout (never produced by spec_from_config now)
+    return "llama"
 
 
 def arch_key(spec: ModelSpec) -> ArchKey:
@@ -286,7 +416,10 @@ def arch_key(spec: ModelSpec) -> ArchKey:
                    spec.attention_bias, spec.qk_norm, spec.extra_norms_per_layer, spec.num_experts,
                    spec.num_experts_per_tok, spec.moe_intermediate_size, spec.num_shared_experts,
                    spec.shared_expert_intermediate_size, spec.first_k_dense_layers, spec.kv_lora_rank,
-                   spec.q_lora_rank, spec.qk_rope_head_dim, spec.qk_nope_head_dim, spec.v_head_dim)
+                   spec.q_lora_rank, spec.qk_rope_head_dim, spec.qk_nope_head_dim, spec.v_head_dim,
+                   spec.moe_layer_step, spec.full_attention_interval, spec.linear_num_key_heads,
+                   spec.linear_num_value_heads, spec.linear_key_head_dim, spec.linear_value_head_dim,
+                   spec.linear_conv_kernel, spec.nextn_layers)
 
 
 def raw_inventory(spec: ModelSpec) -> tuple[RawTensor, ...]:
@@ -294,18 +427,45 @@ def raw_inventory(spec: ModelSpec) -> tuple[RawTensor, ...]:
     return raw_inventory_of(arch_key(spec))
 
 
+def is_moe_layer(key: ArchKey, i: int) -> bool:
+    """Layer i has a routed-expert block (DeepSeek first_k_dense_replace, Llama-4 / ERNIE-4.5 interleave step)."""
+    step = key.moe_layer_step or 1
+    return bool(key.num_experts) and i >= key.first_k_dense_layers and (i + 1) % step == 0
+
+
+# Per-architecture layout differences (llama.cpp src/models/<arch>.cpp create_tensor calls)
+_POST_NORM_ONLY = {"olmo2", "exaone4"}  # attn_post_norm + ffn_post_norm, no pre-norms (olmo2.cpp, exaone4.cpp)
+_NO_FFN_NORM = {"command-r"}  # one attn_norm per layer, parallel attention + MLP (command-r.cpp)
+_NORM_BIAS = {"stablelm"}  # LayerNorm with bias: attn_norm / ffn_norm / output_norm .bias (stablelm.cpp)
+_FULL_WIDTH_QK_NORM = {"olmo2"}  # attn_q_norm {n_embd}, attn_k_norm {n_head_kv * head_dim} (olmo2.cpp)
+_ALWAYS_TIED = {"command-r"}  # command-r.cpp: output = token_embd (TENSOR_DUPLICATED)
+
+
 @lru_cache(maxsize=1024)
 def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
     (arch, H, L, nh, nkv, hd, ff, V, tied, qkv_bias, qk_norm, extra_norms,
-     E, _top_k, ff_exp, n_shared, ff_sh, first_dense, kv_lora, q_lora, qk_rope, qk_nope, v_hd) = key
+     E, _top_k, ff_exp, n_shared, ff_sh, first_dense, kv_lora, q_lora, qk_rope, qk_nope, v_hd, _step,
+     full_every, lin_kh, lin_vh, lin_kd, lin_vd, conv_k, nextn) = key
     fused_qkv = arch in _FUSED_QKV_GGUF
     fused_up = arch in _FUSED_GATE_UP_GGUF
+    gpt_oss = arch == "gpt-oss"
     out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
     q_dim, kv_dim = nh * hd, nkv * hd
-    for i in range(L):
+    next_ = arch == "qwen3next"
+    for i in range(L + nextn):
         b = f"blk.{i}."
-        t = [(b + "attn_norm.weight", (H,))]
-        if kv_lora:  # llama.cpp src/models/deepseek2.cpp (legacy attn_kv_b layout)
+        t: list[tuple] = []  # (name, shape) or (name, shape, expert_count)
+        if next_:
+            t += _qwen3next_block(key, i, b)
+            out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
+            continue
+        if arch not in _POST_NORM_ONLY:
+            t += [(b + "attn_norm.weight", (H,))]
+            if arch in _NORM_BIAS:
+                t += [(b + "attn_norm.bias", (H,))]
+        if kv_lora:
+            # llama.cpp src/models/deepseek2.cpp, the layout convert_hf_to_gguf.py writes today: kv_b_proj split
+            # into attn_k_b {qk_nope, kv_lora, n_head} and attn_v_b {kv_lora, v_head, n_head} (3-D, not experts)
             q_width = nh * (qk_nope + qk_rope)
             if q_lora:
                 t += [(b + "attn_q_a.weight", (H, q_lora)), (b + "attn_q_a_norm.weight", (q_lora,)),
@@ -313,7 +473,7 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             else:
                 t += [(b + "attn_q.weight", (H, q_width))]
             t += [(b + "attn_kv_a_mqa.weight", (H, kv_lora + qk_rope)), (b + "attn_kv_a_norm.weight", (kv_lora,)),
-                  (b + "attn_kv_b.weight", (kv_lora, nh * (qk_nope + v_hd))),
+                  (b + "attn_k_b.weight", (qk_nope, kv_lora, nh), 1), (b + "attn_v_b.weight", (kv_lora, v_hd, nh), 1),
                   (b + "attn_output.weight", (nh * v_hd, H))]
         else:
             if fused_qkv:
@@ -326,15 +486,28 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
                 if qkv_bias:
                     t += [(b + "attn_q.bias", (q_dim,)), (b + "attn_k.bias", (kv_dim,)), (b + "attn_v.bias", (kv_dim,))]
             if qk_norm:
-                t += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
+                if arch in _FULL_WIDTH_QK_NORM:
+                    t += [(b + "attn_q_norm.weight", (q_dim,)), (b + "attn_k_norm.weight", (kv_dim,))]
+                else:
+                    t += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
             t += [(b + "attn_output.weight", (q_dim, H))]
-        if extra_norms:
-            t += [(b + "post_attention_norm.weight", (H,))]
-        t += [(b + "ffn_norm.weight", (H,))]
-        if E and i >= first_dense:
+            if gpt_oss:
+                # src/models/openai-moe.cpp: attn_output bias and the per-head attention sinks
+                t += [(b + "attn_output.bias", (H,)), (b + "attn_sinks.weight", (nh,))]
+        if extra_norms or arch in _POST_NORM_ONLY or gpt_oss:
+            t += [(b + "post_attention_norm.weight", (H,))]  # gpt-oss: its pre-MLP norm (attn_post_norm)
+        if arch not in _NO_FFN_NORM and arch not in _POST_NORM_ONLY and not gpt_oss:
+            t += [(b + "ffn_norm.weight", (H,))]
+            if arch in _NORM_BIAS:
+                t += [(b + "ffn_norm.bias", (H,))]
+        if is_moe_layer(key, i):
             t += [(b + "ffn_gate_inp.weight", (H, E)),
-                  (b + "ffn_gate_exps.weight", (H, ff_exp, E)), (b + "ffn_up_exps.weight", (H, ff_exp, E)),
-                  (b + "ffn_down_exps.weight", (ff_exp, H, E))]
+                  (b + "ffn_gate_exps.weight", (H, ff_exp, E), E), (b + "ffn_up_exps.weight", (H, ff_exp, E), E),
+                  (b + "ffn_down_exps.weight", (ff_exp, H, E), E)]
+            if gpt_oss:
+                # router and expert biases (openai-moe.cpp): ffn_*_exps.bias {n_ff_exp or n_embd, n_expert}
+                t += [(b + "ffn_gate_inp.bias", (E,)), (b + "ffn_gate_exps.bias", (ff_exp, E), E),
+                      (b + "ffn_up_exps.bias", (ff_exp, E), E), (b + "ffn_down_exps.bias", (H, E), E)]
             if n_shared and ff_sh:
                 if arch == "qwen2moe":
                     t += [(b + "ffn_gate_inp_shexp.weight", (H,))]
@@ -344,13 +517,48 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             t += [(b + "ffn_up.weight", (H, 2 * ff)), (b + "ffn_down.weight", (ff, H))]
         else:
             t += [(b + "ffn_gate.weight", (H, ff)), (b + "ffn_up.weight", (H, ff)), (b + "ffn_down.weight", (ff, H))]
-        if extra_norms:
+        if extra_norms or arch in _POST_NORM_ONLY:
             t += [(b + "post_ffw_norm.weight", (H,))]
-        out += [(n, s, i, E if len(s) == 3 else 1) for n, s in t]
+        out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
     out.append(("output_norm.weight", (H,), -1, 1))
-    if not tied:
+    if arch in _NORM_BIAS:
+        out.append(("output_norm.bias", (H,), -1, 1))
+    if not tied and arch not in _ALWAYS_TIED:
         out.append(("output.weight", (H, V), -1, 1))
     return tuple(out)
+
+
+def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
+    """One Qwen3-Next block as convert_hf_to_gguf.py (conversion/qwen.py Qwen3NextModel) writes it and
+    src/models/qwen3next.cpp loads it: full attention with a gated q (attn_q is 2 x n_head x head_dim wide) every
+    full_attention_interval-th layer, Gated DeltaNet layers otherwise (attn_qkv + attn_gate from in_proj_qkvz,
+    ssm_conv1d, ssm_dt / ssm_a per value head, ssm_ba from in_proj_ba, ssm_norm, ssm_out), an MoE block
+    with a gated shared expert in every layer. Layers >= num_layers are the MTP (NextN) blocks the converter keeps by
+    default: a full-attention block plus eh_proj, enorm, hnorm and shared_head_norm."""
+    H, nh, nkv, hd, E = key.hidden_size, key.num_attention_heads, key.num_kv_heads, key.head_dim, key.num_experts
+    ff_exp, ff_sh = key.moe_intermediate_size, key.shared_expert_intermediate_size
+    mtp = i >= key.num_layers
+    t: list[tuple] = [(b + "attn_norm.weight", (H,)), (b + "post_attention_norm.weight", (H,))]
+    if mtp or (i + 1) % key.full_attention_interval == 0:
+        t += [(b + "attn_q.weight", (H, 2 * nh * hd)), (b + "attn_k.weight", (H, nkv * hd)),
+              (b + "attn_v.weight", (H, nkv * hd)), (b + "attn_output.weight", (nh * hd, H)),
+              (b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
+    else:
+        key_dim, value_dim = key.linear_key_head_dim * key.linear_num_key_heads, \
+            key.linear_value_head_dim * key.linear_num_value_heads
+        t += [(b + "attn_qkv.weight", (H, 2 * key_dim + value_dim)), (b + "attn_gate.weight", (H, value_dim)),
+              (b + "ssm_conv1d.weight", (key.linear_conv_kernel, 2 * key_dim + value_dim)),
+              (b + "ssm_dt.bias", (key.linear_num_value_heads,)), (b + "ssm_a", (key.linear_num_value_heads,)),
+              (b + "ssm_ba.weight", (H, 2 * key.linear_num_value_heads)),
+              (b + "ssm_norm.weight", (key.linear_value_head_dim,)), (b + "ssm_out.weight", (value_dim, H))]
+    t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "ffn_gate_exps.weight", (H, ff_exp, E), E),
+          (b + "ffn_up_exps.weight", (H, ff_exp, E), E), (b + "ffn_down_exps.weight", (ff_exp, H, E), E),
+          (b + "ffn_gate_inp_shexp.weight", (H,)), (b + "ffn_gate_shexp.weight", (H, ff_sh)),
+          (b + "ffn_up_shexp.weight", (H, ff_sh)), (b + "ffn_down_shexp.weight", (ff_sh, H))]
+    if mtp:
+        t += [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
+              (b + "nextn.hnorm.weight", (H,)), (b + "nextn.shared_head_norm.weight", (H,))]
+    return t
 
 
 def tensor_inventory(spec: ModelSpec) -> list[TensorInfo]:
@@ -600,8 +808,8 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
         for d in t.shape:
             n *= d
         total += n
-        if "_exps." in t.name and len(t.shape) == 3 and E:
-            active += n // t.shape[2] * min(top_k, t.shape[2])
+        if "_exps." in t.name and len(t.shape) >= 2 and E and t.shape[-1] == E:
+            active += n // E * min(top_k, E)
         else:
             active += n
     return spec.model_copy(update={"params_total": total, "params_active": active}), info

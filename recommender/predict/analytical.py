@@ -13,7 +13,7 @@ Predictor's (recommender.predict.predictor): this module only computes the analy
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from pydantic import Field
 
@@ -127,7 +127,7 @@ def kv_elements_per_token_per_layer(spec: ModelSpec, engine: str) -> int:
 
 def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
     per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
-    return int(round(per_layer * spec.num_layers))
+    return int(round(per_layer * attention_layers(spec)))
 
 
 def _round_up(n: int, multiple: int) -> int:
@@ -148,9 +148,36 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
             # llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp): size_swa = GGML_PAD(min(size_base, n_swa + n_ubatch),
             # 256) cells per sequence stream (kv_unified off, the default): the window plus one micro-batch
             swa_tokens = min(ctx, _round_up(spec.sliding_window + int(C.LLAMA_CPP_N_UBATCH.value), pad))
-    full_layers = spec.num_layers - spec.num_swa_layers
+    full_layers = attention_layers(spec) - spec.num_swa_layers
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
-    return int(round(per_layer_token * tokens * batch))
+    return int(round(per_layer_token * tokens * batch)) + recurrent_state_bytes(spec, batch)
+
+
+def attention_layers(spec: ModelSpec) -> int:
+    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next)."""
+    return spec.num_layers - spec.num_linear_attn_layers
+
+
+# llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
+RECURRENT_STATE_BYTES = 4
+
+
+def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
+    """Fixed per-sequence state of the linear-attention layers of a hybrid model, independent of context length.
+
+    llama.cpp src/llama-hparams.cpp: conv state n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state) and
+    delta-rule state n_embd_s = d_state x d_inner per layer and sequence, with (Qwen3-Next, conversion/qwen.py)
+    d_state = linear_key_head_dim, n_group = linear_num_key_heads, d_inner = linear_value_head_dim x
+    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32.
+    """
+    n = spec.num_linear_attn_layers
+    if not n:
+        return 0
+    d_inner = spec.linear_value_head_dim * spec.linear_num_value_heads
+    d_state, n_group = spec.linear_key_head_dim, spec.linear_num_key_heads
+    conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)
+    state = d_state * d_inner
+    return n * (conv + state) * RECURRENT_STATE_BYTES * batch
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -183,7 +210,7 @@ def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tupl
     embd = spec.vocab_size * spec.hidden_size
     out_proj = 0 if spec.tie_word_embeddings else embd
     matmul = _dense_matmul_params(spec, embd) - out_proj
-    full = spec.num_layers - spec.num_swa_layers
+    full = attention_layers(spec) - spec.num_swa_layers
     pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
                                                                                             spec.sliding_window)
     attn = 4.0 * _heads_dim(spec) * pairs
@@ -199,7 +226,7 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
     """One decode step: 2 x active params plus attention over the cached context (the window on SWA layers)."""
     embd = spec.vocab_size * spec.hidden_size
     matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
-    full = spec.num_layers - spec.num_swa_layers
+    full = attention_layers(spec) - spec.num_swa_layers
     keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
     return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys)
 
@@ -456,16 +483,37 @@ def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int
             "prompt x batch x intermediate x TORCH_ACTIVATION_COPIES x 2 B + last-token logits (f32)")
 
 
-def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
-             batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
-             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
-             gpu_layers: Optional[int] = None) -> Estimate:
-    """Estimate memory and latency of one candidate configuration on one GPU.
+class Memory(NamedTuple):
+    """The memory terms of one configuration (estimate's first half; recommend's memory-first pre-pass reads only
+    these): bytes, and the bases of the compute buffer and the runtime overhead."""
 
-    ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
-    tensor by tensor. ``gpu_layers`` (llama.cpp only) is llama.cpp's n_gpu_layers: the output layer counts as one
-    layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
-    num_layers + 1 or more, means every block and the output layer on the GPU."""
+    kv_dtype: str
+    gpu_layers: Optional[int]
+    prompt_tokens: int
+    n_layers: int
+    weights_bytes: int
+    embd_bytes: int
+    expert_bytes: int
+    provenance: Provenance
+    host_bytes: int
+    gpu_weights_bytes: int
+    kv_bytes_per_token: int
+    kv_total_bytes: int
+    gpu_frac: float
+    host_layer_bytes: int
+    kv_gpu_bytes: int
+    compute_bytes: int
+    compute_basis: str
+    runtime_bytes: int
+    runtime_basis: str
+    total_bytes: int
+
+
+def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int, batch: int = 1,
+           prompt_tokens: Optional[int] = None, output_tokens: int = 256, kv_dtype: Optional[str] = None,
+           variant: Optional[Variant] = None, gpu_layers: Optional[int] = None) -> Memory:
+    """GPU memory of one configuration (the arguments as ``estimate``): weights on the GPU + KV cache + compute
+    buffer + runtime overhead. ``estimate`` computes its memory figures here, so the two never differ."""
     kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
     if kv_dtype not in C.ENGINE_KV_DTYPES[engine]:
         raise ValueError(f"KV dtype {kv_dtype} is not one {engine} offers ({', '.join(C.ENGINE_KV_DTYPES[engine])})")
@@ -479,16 +527,11 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             raise ValueError(f"gpu_layers must be >= 0, not {gpu_layers}")
     if prompt_tokens is None:
         prompt_tokens = max(context_tokens - output_tokens, 1)
-    family = _family(quant)
     if variant is not None:
         wbytes, embd_b, expert_b = variant.weights_bytes, variant.embedding_bytes, variant.expert_bytes
         weights_provenance = variant.weights_bytes_provenance
     else:
         (wbytes, embd_b, expert_b), weights_provenance = variant_bytes(spec, quant), "estimated"
-    notes: list[str] = []
-    basis: dict[str, str] = {"formula": C.ESTIMATE_FORMULA_VERSION}
-
-    # --- memory -----------------------------------------------------------------------------------------
     host = 0
     if engine == "llama.cpp" and hw.backend not in ("metal", "cpu"):
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
@@ -519,6 +562,38 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                               if engine == "llama.cpp" else _compute_buffer(spec, engine, quant, prompt_tokens, batch))
     runtime, runtime_basis = _runtime_overhead(engine, hw)
     total = gpu_weights + kv_gpu + compute + runtime
+    return Memory(kv_dtype, gpu_layers, prompt_tokens, n_layers, wbytes, embd_b, expert_b, weights_provenance, host,
+                  gpu_weights, kv_pt, kv_total, gpu_frac, host_layer_bytes, kv_gpu, compute, compute_basis, runtime,
+                  runtime_basis, total)
+
+
+def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
+             batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
+             kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
+             gpu_layers: Optional[int] = None, mem: Optional[Memory] = None,
+             kernel_factors: bool = True) -> Estimate:
+    """Estimate memory and latency of one candidate configuration on one GPU.
+
+    ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
+    tensor by tensor. ``gpu_layers`` (llama.cpp only) is llama.cpp's n_gpu_layers: the output layer counts as one
+    layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
+    num_layers + 1 or more, means every block and the output layer on the GPU. ``mem``: ``memory()`` of these same
+    arguments, when the caller has it already (recommend's memory-first pre-pass). ``kernel_factors=False``: without
+    llama.cpp's per-type kernel speeds (constants.QUANT_KERNEL_SPEEDS; bench/quant_kernels.py derives them)."""
+    m = mem or memory(spec, quant, engine, hw, context_tokens=context_tokens, batch=batch,
+                      prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant,
+                      gpu_layers=gpu_layers)
+    kv_dtype, gpu_layers, prompt_tokens, n_layers = m.kv_dtype, m.gpu_layers, m.prompt_tokens, m.n_layers
+    wbytes, expert_b, weights_provenance = m.weights_bytes, m.expert_bytes, m.provenance
+    host, gpu_weights, kv_pt, kv_total = m.host_bytes, m.gpu_weights_bytes, m.kv_bytes_per_token, m.kv_total_bytes
+    gpu_frac, host_layer_bytes = m.gpu_frac, m.host_layer_bytes
+    compute, compute_basis, runtime, runtime_basis = m.compute_bytes, m.compute_basis, m.runtime_bytes, m.runtime_basis
+    total = m.total_bytes
+    family = _family(quant)
+    notes: list[str] = []
+    basis: dict[str, str] = {"formula": C.ESTIMATE_FORMULA_VERSION}
+
+    # --- memory -----------------------------------------------------------------------------------------
     basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
                        f"[{runtime_basis}]")
     if gpu_layers is not None:
@@ -589,8 +664,20 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
     ttft = tpot = None
     intervals: dict[str, tuple[float, float]] = {}
+    kernel = (C.QUANT_KERNEL_SPEEDS.get(quant) if kernel_factors and engine == "llama.cpp" and family == "gguf"
+              and hw.name in C.QUANT_KERNEL_HARDWARE else None)
+    pre_mfu_c = mfu_c  # the prompt kernels' MFU (a GGUF type's own on the GPU its kernels were measured on)
+    if kernel is not None:
+        pre_mfu_c = C.Const(mfu_c.value * kernel["prefill_factor"], mfu_c.unit, mfu_c.source)
+        basis["kernel"] = (f"{quant} kernels: weights read time x {kernel['decode_factor']} (one sequence), prompt "
+                           f"MFU x {kernel['prefill_factor']} [{C.QUANT_KERNEL_SOURCE}]")
     if bw:
-        mem_ms = step_bytes / (bw * eff_c.value) * 1e3
+        if kernel is not None and batch == 1:  # the weights' read time at this type's (single-sequence, tg128)
+            # kernel speed, the KV cache's as before; batched decode runs other kernels (MMQ), not measured per type
+            kv_part = int(kv_read * gpu_frac)
+            mem_ms = ((step_bytes - kv_part) * kernel["decode_factor"] + kv_part) / (bw * eff_c.value) * 1e3
+        else:
+            mem_ms = step_bytes / (bw * eff_c.value) * 1e3
         kvq_ms, why = quantized_kv_decode_ms(spec, engine, kv_dtype, hw, int(mean_ctx), batch)
         if why:
             mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3
@@ -609,20 +696,20 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         if dec_interval and not host_dec_ms:
             intervals["tpot_ms"] = (tpot * dec_interval[0], tpot * dec_interval[1])
         if peak:
-            pre_ms = (pre_mm * moe_pre_f + pre_attn) / (peak * mfu_c.value) * 1e3
+            pre_ms = (pre_mm * moe_pre_f + pre_attn) / (peak * pre_mfu_c.value) * 1e3
             ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
             if pre_interval and not host_pre_ms:
                 intervals["ttft_ms"] = (ttft * pre_interval[0], ttft * pre_interval[1])
-            basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {mfu_c.value}), weights/(bandwidth x "
+            basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {pre_mfu_c.value}), weights/(bandwidth x "
                                 f"{eff_c.value})) + {ovh_pre:g} ms "
-                                f"[MFU: {mfu_c.source}]")
+                                f"[MFU: {pre_mfu_c.source}]")
         else:
             notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 (or INT8) peak figure")
     else:
         notes.append(f"latency unknown: the {hw.name} profile has no sourced memory bandwidth")
 
-    # model_construct: every field is computed above from validated records (recommend builds ~1,300 of these)
-    return Estimate.model_construct(
+    # trusted (model_construct without its per-field overhead): every field is computed above from validated records
+    return Estimate.trusted(
         model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
         prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
         weights_bytes=wbytes,

@@ -11,13 +11,16 @@ from dataclasses import dataclass
 from typing import Optional
 
 from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed_rows, FITTED_TERMS as _fitted
+from recommender.predict.quant_speeds import QUANT_KERNEL_ROWS as _quant_kernel_rows
 
 MIB = 1024**2
 
-# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS); v3 (this round, one label for three changes): CUDA prefill
+# v2: llama.cpp speed per GPU family (FAMILY_SPEEDS); v3 (this round, one label for these changes): CUDA prefill
 # against the MMQ rate (SMs x clock, LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM), Intel Arc families by architecture,
 # batched llama.cpp decode on CUDA; vLLM's decode efficiency, fixed GEMM time, prefill MFU and per-layer prefill
-# overhead fitted on aiconfigurator's measured GEMMs; every GGUF type sized by llama.cpp's rules (the catalog merge)
+# overhead fitted on aiconfigurator's measured GEMMs; every GGUF type sized by llama.cpp's rules, MLA in the split
+# attn_k_b / attn_v_b layout, gpt-oss experts kept in MXFP4 (the catalog merge, issue 16); llama.cpp kernel speed per
+# GGUF type on the H200 (QUANT_KERNEL_SPEEDS)
 ESTIMATE_FORMULA_VERSION = "estimate-v3"
 
 
@@ -170,6 +173,8 @@ MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
     ("vllm", "fp8"): ((8, 9), "FP8 W8A8 kernels need Ada/Hopper, compute capability >= 8.9 (vLLM quantization docs)"),
     ("vllm", "awq"): ((7, 5), "vLLM AWQ kernels need compute capability >= 7.5 (vLLM supported-hardware table)"),
     ("vllm", "gptq"): ((6, 0), "vLLM GPTQ needs compute capability >= 6.0 (vLLM supported-hardware table)"),
+    ("vllm", "int8"): ((7, 5), "vLLM INT8 W8A8 kernels need compute capability >= 7.5 (vLLM supported-hardware "
+                               "table: INT8 W8A8 from Turing)"),
     ("*", "bf16"): ((8, 0), "bfloat16 needs compute capability >= 8.0 (Ampere); use F16 on older GPUs"),
 }
 
@@ -230,6 +235,20 @@ class FamilySpeed:
 FAMILY_SPEEDS: dict[str, FamilySpeed] = {
     k: FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})  # lists -> tuples
     for k, row in _family_speed_rows.items()}
+
+# --- llama.cpp kernel speed per GGUF type (CUDA) -------------------------------------------------------------------
+# The GGUF types read their weights with different kernels (K-quants, I-quants, legacy blocks), so speed does not
+# follow size: measured with llama-bench on the H200 (sources/measurements/h200-quant-types.csv, one Qwen2.5-7B per
+# type, flash attention, KV f16) Q3_K_S decodes at 197 tokens/s, the larger Q4_K_S at 305. Per type (bench/
+# quant_kernels.py derives them so that the estimate reproduces each measured type on the H200): decode_factor
+# multiplies the weights' read time, prefill_factor the prompt kernels' MFU. Applied on the GPU they were measured on
+# only (QUANT_KERNEL_HARDWARE), as a calibration: on the H200 a 7B model's decode is partly latency-bound, so the
+# factors mix each kernel's bandwidth share with its fixed cost, and how they carry over to a bandwidth-bound GPU is
+# not measured. A type without a measured row (IQ3_XS, IQ2_*, IQ1_*, MXFP4 ...) keeps the size rule.
+QUANT_KERNEL_SOURCE = ("measured: llama-bench tg128 / pp512 on the NVIDIA H200, Qwen2.5-7B per type (sources/measurements/"
+                       "h200-quant-types.csv, 2026-12-01; bench/quant_kernels.py)")
+QUANT_KERNEL_SPEEDS: dict[str, dict] = dict(_quant_kernel_rows)
+QUANT_KERNEL_HARDWARE = ("H200 SXM",)  # profile names of the GPU the factors were measured on
 
 # --- Quantized KV cache on llama.cpp (decode) -------------------------------------------------------------------
 # A q8_0/q4_0 cache is smaller, but llama.cpp's attention over it is not faster: measured with llama-bench on the H200

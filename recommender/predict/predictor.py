@@ -31,7 +31,7 @@ from pydantic import Field, computed_field
 from recommender.core.records import Figure, HardwareProfile, Measurement, ModelSpec, Provenance, Variant
 from recommender.hardware.multi import MultiGpu
 from recommender.hardware.profiles import hardware_key
-from recommender.predict.analytical import Estimate, RunShape, estimate
+from recommender.predict.analytical import Estimate, Memory, memory, RunShape, estimate
 from recommender.predict.calibrated import Calibrator, load_calibrator
 from recommender.predict.serving import Slo, serve_figures
 from recommender.predict.split import DeviceShare, SplitEstimate, SplitPlan, estimate_split
@@ -228,13 +228,15 @@ class Predictor:
 
     def predict(self, spec: ModelSpec, c: Config, variant: Optional[Variant] = None, *,
                 record: type[Prediction] = Prediction,
-                extra: Optional[Callable[[dict[str, Figure], list[str]], dict]] = None) -> Prediction:
+                extra: Optional[Callable[[dict[str, Figure], list[str]], dict]] = None,
+                mem: Optional[Memory] = None) -> Prediction:
         """The prediction of one configuration. ``record`` (a subclass of Prediction) and ``extra`` (the record's
         other fields, computed from the figures and notes) build a richer record in the same step (rank's
         Candidate).
 
         A configuration with a split plan is spread over the Predictor's machine (recommender.predict.split): its
-        figures stay estimated (calibration terms and measured rows are per single GPU)."""
+        figures stay estimated (calibration terms and measured rows are per single GPU). ``mem``: the memory terms of
+        this configuration from ``screen_memory``, when the caller has them."""
         if c.split is not None:
             if self.machine is None:
                 raise ValueError("a split plan needs a Predictor with a multi-GPU machine")
@@ -246,8 +248,23 @@ class Predictor:
         else:
             est = estimate(spec, c.quant, c.engine, self.hw, context_tokens=c.context_tokens, batch=c.batch,
                            prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype,
-                           variant=variant, gpu_layers=c.gpu_layers)
+                           variant=variant, gpu_layers=c.gpu_layers, mem=mem)
         return self.refine(est, spec, record=record, extra=extra)
+
+    def screen_memory(self, spec: ModelSpec, c: Config, variant: Optional[Variant] = None) -> Optional[Memory]:
+        """The memory terms of a configuration, computed without its latency, when their total is the GPU memory
+        ``predict`` would show: one GPU, every layer on it, no measured row of exactly this configuration and no
+        calibrated memory term on this hardware. None otherwise (predict it). recommend's memory-first pre-pass: a
+        configuration above the budget is excluded whatever its latency (pass the terms on to ``predict``)."""
+        if c.split is not None or c.gpu_layers is not None:
+            return None
+        if (c.engine, self.hw_key, "total_vram_bytes") in self.calibrator.terms and self.hw.backend != "cpu":
+            return None
+        m = memory(spec, c.quant, c.engine, self.hw, context_tokens=c.context_tokens, batch=c.batch,
+                   prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype, variant=variant)
+        if (self.hw_key, spec.id, c.quant, c.engine, c.batch, c.context_tokens, m.kv_dtype) in self.measured:
+            return None
+        return m
 
     def serving(self, spec: ModelSpec, pred: Prediction, slo: Optional[Slo] = None,
                 variant: Optional[Variant] = None) -> dict[str, Figure]:
@@ -306,10 +323,10 @@ class Predictor:
         if split is not None:
             est = est.model_copy(update={"hardware_bandwidth_bytes_per_s": split_bandwidth(split, self.machine)})
             fields.update(split=split.plan, link=split.link, devices=split.devices)
-        # model_construct: every field comes from validated records (no second validation pass over ~1,300
-        # candidates: recommend's cold start matters)
-        return record.model_construct(**{k: getattr(est, k) for k in RunShape.model_fields}, figures=figs,
-                                      analysis=est, basis=basis, notes=est.notes, **fields)
+        # trusted (model_construct without its per-field overhead): every field comes from validated records (no
+        # second validation pass over ~10,000 candidates: recommend's cold start matters)
+        return record.trusted(**{k: getattr(est, k) for k in RunShape.model_fields}, figures=figs,
+                              analysis=est, basis=basis, notes=est.notes, **fields)
 
 
 def split_bandwidth(est: SplitEstimate, machine: MultiGpu) -> float:

@@ -27,10 +27,9 @@ deepseek2, at F16, Q8_0, Q6_K-bearing mixes Q4_K_M / Q5_K_M, and (SmolLM2) BF16,
 
 Limits:
 
-* what is measured is the tensor inventory of ``recommender.arch``: DeepSeek-V2 is its legacy MLA layout (an
-  unsplit ``attn_kv_b``, no absorbed ``attn_k_b`` / ``attn_v_b``), which llama.cpp runs as plain multi-head
-  attention with a full-size KV cache -- current DeepSeek GGUFs use the absorbed layout and a compressed cache;
-  RoPE helper tables (``rope_freqs``, Phi-3 ``rope_factors_*``) are not written (a few hundred bytes, no speed
+* what is measured is the tensor inventory of ``recommender.arch``: DeepSeek-V2/V3 / Kimi-K2 in the split MLA
+  layout current converters write (``attn_k_b`` / ``attn_v_b``, ``key_length_mla``), so llama.cpp runs them with the
+  compressed latent cache; RoPE helper tables (``rope_freqs``, Phi-3 ``rope_factors_*``) are not written (a few hundred bytes, no speed
   effect);
 * weights repeat with the pool period (8 MiB per ggml type); the router is random too, so MoE routing spreads tokens
   over the experts but not with a trained model's skew;
@@ -63,8 +62,10 @@ SYNTHETIC_VERSION = 1  # bump when the file layout / metadata written here chang
 WEIGHT_STD = 0.02  # standard deviation of the (dequantized) random matrix weights
 POOL_BYTES = 8 << 20  # bytes of random data made per ggml type; tensors are written from it cyclically
 
-# catalog quantization -> llama_ftype (gguf.LlamaFileType / llama.h), the general.file_type llama-quantize writes
-FILE_TYPE = {"F16": 1, "BF16": 32, "Q8_0": 7, "Q6_K": 18, "Q5_K_M": 17, "Q4_K_M": 15, "Q4_0": 2, "Q4_1": 3}
+# catalog quantization -> llama_ftype (gguf.LlamaFileType / llama.h), the general.file_type llama-quantize writes, for
+# the types this writer makes (K-quants Q2_K/Q3_K and the I-quants need llama-quantize of a synthetic F16)
+FILE_TYPE = {"F16": 1, "BF16": 32, "Q8_0": 7, "Q6_K": 18, "Q5_K_M": 17, "Q5_K_S": 16, "Q4_K_M": 15, "Q4_K_S": 14,
+             "Q4_0": 2, "Q4_1": 3, "Q5_0": 8, "Q5_1": 9}
 GGML_QNT_VERSION = 2  # ggml.h GGML_QNT_VERSION, written by llama-quantize as general.quantization_version
 
 # Typical hyper-parameters of each architecture, for keys a ModelSpec does not carry. None of them changes the
@@ -237,21 +238,27 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
     w.add_vocab_size(spec.vocab_size)
     w.add_context_length(spec.max_position_embeddings or DEFAULT_CONTEXT)
     w.add_embedding_length(spec.hidden_size)
-    w.add_block_count(spec.num_layers)
+    w.add_block_count(spec.num_layers + spec.nextn_layers)  # the converter counts appended MTP blocks in
     w.add_feed_forward_length(spec.intermediate_size or spec.moe_intermediate_size)
     w.add_head_count(spec.num_attention_heads)
-    w.add_head_count_kv(spec.num_kv_heads)
     if spec.is_mla:
-        # legacy (non-absorbed) MLA layout, the one recommender.arch lists: attn_kv_b unsplit, no key_length_mla
-        w.add_key_length(spec.qk_nope_head_dim + spec.qk_rope_head_dim)
-        w.add_value_length(spec.v_head_dim)
+        # the split MLA layout recommender.arch lists (attn_k_b / attn_v_b), with the keys convert_hf_to_gguf.py
+        # writes for it (DeepseekV2Model.set_gguf_parameters): MQA over the latent -- one KV head whose key is
+        # kv_lora_rank + rope wide and whose value is kv_lora_rank wide -- and the per-head sizes in *_mla. llama.cpp
+        # then caches the compressed latent (hparams.is_mla(): n_embd_head_k_mla != 0).
+        w.add_head_count_kv(1)
+        w.add_key_length(spec.kv_lora_rank + spec.qk_rope_head_dim)
+        w.add_value_length(spec.kv_lora_rank)
+        w.add_key_length_mla(spec.qk_nope_head_dim + spec.qk_rope_head_dim)
+        w.add_value_length_mla(spec.v_head_dim)
         w.add_rope_dimension_count(spec.qk_rope_head_dim)
         w.add_q_lora_rank(spec.q_lora_rank)
         w.add_kv_lora_rank(spec.kv_lora_rank)
     else:
+        w.add_head_count_kv(spec.num_kv_heads)
         w.add_key_length(hd)
         w.add_value_length(hd)
-        w.add_rope_dimension_count(hd)
+        w.add_rope_dimension_count(hd // 4 if arch == "qwen3next" else hd)  # Qwen3-Next partial_rotary_factor 0.25
     w.add_layer_norm_rms_eps(_RMS_EPS.get(arch, 1e-6))
     w.add_rope_freq_base(_ROPE_FREQ_BASE.get(arch, 10_000.0))
     if spec.num_experts:
@@ -267,6 +274,16 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
                 w.add_expert_shared_count(0)  # required by llama.cpp's deepseek2 loader
             w.add_expert_weights_scale(1.0)
             w.add_leading_dense_block_count(spec.first_k_dense_layers)
+    if arch == "qwen3next":
+        # conversion/qwen.py Qwen3NextModel.set_gguf_parameters
+        w.add_ssm_conv_kernel(spec.linear_conv_kernel)
+        w.add_ssm_state_size(spec.linear_key_head_dim)
+        w.add_ssm_group_count(spec.linear_num_key_heads)
+        w.add_ssm_time_step_rank(spec.linear_num_value_heads)
+        w.add_ssm_inner_size(spec.linear_value_head_dim * spec.linear_num_value_heads)
+        w.add_full_attention_interval(spec.full_attention_interval)
+        if spec.nextn_layers:
+            w.add_nextn_predict_layers(spec.nextn_layers)
     if arch == "gemma2":
         w.add_sliding_window(spec.sliding_window or 4096)
         if spec.num_swa_layers and spec.num_swa_layers != (spec.num_layers + 1) // 2:
@@ -277,6 +294,11 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_sliding_window(spec.sliding_window)
         w.add_sliding_window_pattern(_swa_pattern(spec, 6))
         w.add_rope_freq_base_swa(10_000.0)
+    elif arch == "olmo2" and spec.sliding_window and spec.num_swa_layers:
+        # OLMo-3 (conversion/olmo.py Olmo2Model.set_gguf_parameters writes the window and the layer pattern;
+        # src/models/olmo2.cpp load_swa_pattern(ml, 4): three windowed layers, then one full)
+        w.add_sliding_window(spec.sliding_window)
+        w.add_sliding_window_pattern(_swa_pattern(spec, 4))
 
 
 # ----------------------------------------------------------------------------------------------------------------

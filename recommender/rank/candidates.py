@@ -3,7 +3,7 @@ quality figures and the hard limits it breaks."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional, Union
 
 from pydantic import Field
 
@@ -39,6 +39,26 @@ class Candidate(Prediction):
     ppl_ratio = property(lambda self: self.figures["ppl_ratio"].value)
     task_accuracy = property(lambda self: self.figures["task_accuracy"].value)
     goodput_per_s = property(lambda self: (f := self.figures.get("goodput_requests_per_s")) and f.value)
+
+
+class OverBudget:
+    """A candidate the memory-first pre-pass excluded: its analytical memory is above the budget, so it is excluded
+    whatever its latency. It carries what a lower bound on its score needs (quality figures, memory) and builds the
+    full Candidate - exactly the one ``CandidateBuilder.build`` would have built - when it has to be shown
+    (recommender.score.order.rank: the strongest excluded)."""
+
+    __slots__ = ("model", "quant", "engine", "context_tokens", "batch", "figures", "total_vram_bytes", "excluded",
+                 "_build")
+    deferred = True
+    latency_ms = ttft_ms = tpot_ms = goodput_per_s = None  # not computed
+
+    def __init__(self, model: str, quant: str, engine: str, ctx: int, batch: int, figures: dict[str, Figure],
+                 vram: int, reason: str, build: Callable[[], "Candidate"]) -> None:
+        self.model, self.quant, self.engine, self.context_tokens, self.batch = model, quant, engine, ctx, batch
+        self.figures, self.total_vram_bytes, self.excluded, self._build = figures, vram, [reason], build
+
+    def full(self) -> "Candidate":
+        return self._build()
 
 
 def _cc(hw: HardwareProfile) -> Optional[tuple[int, int]]:
@@ -84,29 +104,31 @@ class CandidateBuilder:
         self.variants = catalog.variants()
         self.predictor = predictor or Predictor.for_catalog(catalog, q.hardware, load_profiles(), self.models,
                                                             machine=q.machine)
-        self._fixed: dict[tuple, tuple] = {}
+        self._quality: dict[tuple[str, str], dict[str, Figure]] = {}
+        self._support: dict[tuple[str, str], Optional[str]] = {}
 
     def build(self, mid: str, quant: str, engine: str, ctx: int, batch: int, kv_dtype: Optional[str] = None,
-              gpu_layers: Optional[int] = None, split: bool = True) -> Candidate:
+              gpu_layers: Optional[int] = None, split: bool = True,
+              screen: bool = False) -> Union[Candidate, OverBudget]:
         """One candidate. On a multi-GPU machine (``q.machine``) it is spread over every GPU by the engine's default
         plan, or with ``split=False`` runs on the first GPU alone (llama.cpp ``-sm none``, vLLM without
-        parallelism)."""
+        parallelism). ``screen``: memory first - a configuration whose (analytical) memory is above the budget comes
+        back as an OverBudget, its latency not computed until it has to be shown."""
         q, hw, wl = self.q, self.q.hardware, self.q.workload
         spec: ModelSpec = self.models[mid]
-        key = (mid, quant, engine)
-        fixed = self._fixed.get(key)
-        if fixed is None:  # per (model, quant, engine): quality and engine support (contexts x batches reuse them)
+        quality = self._quality.get((mid, quant))
+        if quality is None:  # per (model, quant): its quality figures (engines x contexts x batches reuse them)
             acc, measured = self.tasks.accuracy(mid, quant, self.groups)
-            fixed = self._fixed[key] = ({"zh_accuracy": self.quality.zh(mid, quant),
-                                         "en_accuracy": self.quality.en(mid, quant),
-                                         "ppl_ratio": self.quality.ppl_ratio(quant, mid),
-                                         "task_accuracy": acc,
-                                         "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
-                                         "en_comparable": self.tasks.group(mid, "en", quant)[0],
-                                         "quant_cost_points": quant_cost(self.quant_table, quant, spec.params_active,
-                                                                         measured)},
-                                        engine_supported(engine, QUANTS[quant].family, quant, hw))
-        quality, unsupported = fixed
+            quality = self._quality[(mid, quant)] = {
+                "zh_accuracy": self.quality.zh(mid, quant), "en_accuracy": self.quality.en(mid, quant),
+                "ppl_ratio": self.quality.ppl_ratio(quant, mid), "task_accuracy": acc,
+                "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
+                "en_comparable": self.tasks.group(mid, "en", quant)[0],
+                "quant_cost_points": quant_cost(self.quant_table, quant, spec.params_active, measured)}
+        key = (engine, quant)
+        if key not in self._support:  # per (engine, quant) on this hardware
+            self._support[key] = engine_supported(engine, QUANTS[quant].family, quant, hw)
+        unsupported = self._support[key]
         prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
         plan = None
         if q.machine is not None and split:  # several GPUs: the engine's default split over all of them
@@ -145,7 +167,18 @@ class CandidateBuilder:
 
         config = Config(model=mid, quant=quant, engine=engine, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
                         output_tokens=wl.output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan)
-        c = self.predictor.predict(spec, config, variant=self.variants[(mid, quant)], record=Candidate, extra=limits)
+        mem = None
+        if screen and plan is None:
+            budget = hw.memory_bytes if q.machine is not None else q.vram_bytes
+            mem = self.predictor.screen_memory(spec, config, self.variants[(mid, quant)])
+            vram = None if mem is None else mem.total_bytes
+            if vram is not None and vram > budget:
+                figs = {**quality, "total_vram_bytes": Figure(vram, "bytes", "estimated")}
+                return OverBudget(mid, quant, engine, ctx, batch, figs, vram,
+                                  f"needs {vram / 1024**3:.1f} GiB of GPU memory, budget is {budget / 1024**3:.1f} GiB",
+                                  lambda: self.build(mid, quant, engine, ctx, batch, kv_dtype, gpu_layers, split))
+        c = self.predictor.predict(spec, config, variant=self.variants[(mid, quant)], record=Candidate, extra=limits,
+                                   mem=mem)
         for d in c.devices or ():  # a split: every device must hold its share
             if not d.fits:
                 c.excluded.append(f"GPU {d.index} ({d.name}) needs {d.total_bytes / 1024**3:.1f} GiB, has "
@@ -156,7 +189,6 @@ class CandidateBuilder:
             if g.value == 0:
                 c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
-
 
     def serving(self, c: Prediction, slo: Optional[Slo] = None) -> dict[str, Figure]:
         """The candidate's figures under load (Predictor.serving), goodput at ``slo`` included."""
@@ -171,7 +203,11 @@ def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
         and spec.checkpoint is not None and spec.checkpoint not in CHAT_CHECKPOINTS
 
 
-def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None) -> list[Candidate]:
+def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None,
+                         screen: bool = False) -> list[Union[Candidate, OverBudget]]:
+    """Every candidate of a query, in a fixed order. ``screen``: memory first (CandidateBuilder.build); the list then
+    holds OverBudget records where the memory alone excludes a candidate (recommender.score.order.rank takes
+    both)."""
     b = builder or CandidateBuilder(catalog, q)
     wl = q.workload
     wanted = b.wanted
@@ -191,7 +227,7 @@ def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[Can
                 continue
             for ctx in wl.contexts:
                 for batch in wl.batches:
-                    out.append(b.build(mid, quant, engine, ctx, batch))
+                    out.append(b.build(mid, quant, engine, ctx, batch, screen=screen))
                     if q.machine is not None:  # and on the first GPU alone
-                        out.append(b.build(mid, quant, engine, ctx, batch, split=False))
+                        out.append(b.build(mid, quant, engine, ctx, batch, split=False, screen=screen))
     return out

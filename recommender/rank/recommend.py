@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 
 from pydantic import Field
 
@@ -20,10 +22,28 @@ class Recommendation(Strict):
 
 
 def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
-    """The answer to one query: candidates predicted, limits applied, the feasible ones scored and ranked."""
+    """The answer to one query: candidates predicted, limits applied, the feasible ones scored and ranked.
+
+    Python's cyclic garbage collector is paused meanwhile: the ~10,000 candidate records are freed by reference
+    counting as usual, and its full passes over them (they all stay alive until ranked) took about a quarter of the
+    time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _recommend(catalog, q)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
     builder = CandidateBuilder(catalog, q)
-    cands = enumerate_candidates(catalog, q, builder)
+    # memory first: a configuration above the budget is excluded before its latency is computed; rank builds it in
+    # full only where it could be shown (the strongest excluded). The answer is the full enumeration's.
+    cands = enumerate_candidates(catalog, q, builder, screen=True)
     ranked, strongest, feasible = rank(cands, q)
+    if not ranked:  # nothing fits: the notes read every exclusion's reasons (an unknown latency among them)
+        cands = [c.full() if getattr(c, "deferred", False) else c for c in cands]
     notes = []
     if builder.predictor.stale:
         notes.append(f"{builder.predictor.stale} stored calibration(s) come from another version and were ignored: "

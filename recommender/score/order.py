@@ -10,6 +10,8 @@ Pure functions over candidate records (recommender.rank.candidates.Candidate: an
 
 from __future__ import annotations
 
+import heapq
+import math
 from typing import Optional
 
 from recommender.score.weighted import COMFORT_TPOT_MS, READING_TPOT_MS, ValueScale, score_rows
@@ -130,10 +132,30 @@ def _batch_key(c) -> tuple:
     return (-(c.goodput_per_s or 0.0), -_fig(c, "output_throughput_tokens_per_s", 0.0), c.batch)
 
 
+def lower_bound_costs(c) -> dict[str, Optional[float]]:
+    """The value-method costs of a candidate whose latency was not computed (an OverBudget record of rank's
+    memory-first pre-pass) at their best case - latency, TTFT and TPOT 0, unbounded goodput - so its score is a lower
+    bound of its real one: every value function of latency is >= 0 and 0 there (u_latency, u_goodput), and the other
+    criteria do not depend on latency."""
+    out = costs(c, "value")
+    out.update(latency=0.0, ttft=0.0, tpot=0.0, goodput=math.inf)
+    return out
+
+
 def rank(cands: list, q) -> tuple[list, list, list]:
     """(ranked, strongest excluded, feasible) of a query's candidates: the feasible ones scored, ordered and
     de-duplicated to q.top; the best-scoring excluded ones (everything scored together, as if there were no limits),
-    one per model, so --explain shows what the limits cost."""
+    one per model, so --explain shows what the limits cost.
+
+    ``cands`` may hold deferred records (``deferred`` true: recommender.rank.candidates.OverBudget, excluded by their
+    memory alone): they are never feasible, and one is replaced in ``cands`` by its full candidate (``full()``) only
+    where its figures matter - with the value method when its score's lower bound (lower_bound_costs) could place it
+    among the strongest excluded; with the relative methods (min-max, z-score: every row moves the scale) always.
+    The answer is the one of the full list."""
+    if q.normalization != "value":
+        for i, c in enumerate(cands):
+            if getattr(c, "deferred", False):
+                cands[i] = c.full()
     feasible = [c for c in cands if not c.excluded]
     if q.workload.rank_by == "goodput":
         feasible = choose_batches(feasible)
@@ -144,17 +166,34 @@ def rank(cands: list, q) -> tuple[list, list, list]:
         c.rank = i
     strongest: list = []
     if len(feasible) < len(cands):
-        scored = score_rows([costs(c, q.normalization) for c in cands], q.weights, q.normalization, q.missing,
-                            value_scale(q) if q.normalization == "value" else None)
-        pool = sorted(((s, i) for i, (s, _) in enumerate(scored) if cands[i].excluded),
-                      key=lambda si: (si[0], cands[si[1]].model, si[1]))
+        scale = value_scale(q) if q.normalization == "value" else None
+        if scale is None:  # relative methods: the scale comes from every row, feasible ones included
+            scored = dict(enumerate(score_rows([costs(c, q.normalization) for c in cands], q.weights,
+                                               q.normalization, q.missing)))
+            pool = [(scored[i][0], c.model, i) for i, c in enumerate(cands) if c.excluded]
+        else:  # value: each row's score is its own (value functions), so the excluded rows are scored alone
+            idx = [i for i, c in enumerate(cands) if c.excluded]
+            rows = [lower_bound_costs(cands[i]) if getattr(cands[i], "deferred", False) else
+                    costs(cands[i], "value") for i in idx]
+            scored = dict(zip(idx, score_rows(rows, q.weights, "value", q.missing, scale)))
+            pool = [(scored[i][0], cands[i].model, i) for i in idx]
+        # best first (score, model, position), as one sort of the full list would order them: a deferred record's
+        # key is a lower bound, so when it comes first it is replaced by its full candidate, scored and put back
+        heapq.heapify(pool)
         seen: set[str] = set()
-        for s, i in pool:
-            if cands[i].model not in seen and len(strongest) < STRONGEST_EXCLUDED:
-                seen.add(cands[i].model)
-                strongest.append(cands[i].model_copy(update={
-                    "score": round(s, SCORE_DECIMALS),
-                    "score_parts": {k: round(v, SCORE_DECIMALS) for k, v in scored[i][1].items()}}))
+        while pool and len(strongest) < STRONGEST_EXCLUDED:
+            s, model, i = heapq.heappop(pool)
+            if model in seen:  # one per model: this model's best excluded candidate is in already
+                continue
+            if getattr(cands[i], "deferred", False):
+                cands[i] = cands[i].full()
+                scored[i] = score_rows([costs(cands[i], "value")], q.weights, "value", q.missing, scale)[0]
+                heapq.heappush(pool, (scored[i][0], model, i))
+                continue
+            seen.add(model)
+            strongest.append(cands[i].model_copy(update={
+                "score": round(s, SCORE_DECIMALS),
+                "score_parts": {k: round(v, SCORE_DECIMALS) for k, v in scored[i][1].items()}}))
     return ranked, strongest, feasible
 
 

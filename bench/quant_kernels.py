@@ -1,0 +1,105 @@
+"""llama.cpp's speed per GGUF quantization type on the H200, from its measured rows (issue 16).
+
+The types read their weights with different kernels (K-quants, I-quants, legacy), so their decode and prompt speeds do
+not follow their size: on the H200 (sources/measurements/h200-quant-types.csv: llama-bench pp512 / tg128 of one
+Qwen2.5-7B per type, flash attention, KV f16, depth 0) Q3_K_S decodes at 197 tokens/s while the larger Q4_K_S does 305.
+This script turns those rows into one factor per type, so that the analytical estimate reproduces the measured speed
+of each type on the H200 (a calibration of that GPU):
+
+  decode   the factor f on the weights' read time: measured ms/token = weights_ms x f + rest_ms, where weights_ms and
+           rest_ms (KV, per-token overhead) are the analytical estimate's terms without factors:
+           f = (measured_ms - rest_ms) / weights_ms
+  prefill  the factor g on the prompt kernels' MFU: g = predicted pp512 ms without factors / measured pp512 ms (the
+           prompt of 512 tokens is compute-bound, so its time goes as 1 / MFU)
+
+Types without a measured row keep the size rule. The estimate applies the factors on the GPU they were measured on
+only (constants.QUANT_KERNEL_HARDWARE); the decode factor with one sequence only.
+
+    /work/main/.venv/bin/python bench/quant_kernels.py            # print the table
+    /work/main/.venv/bin/python bench/quant_kernels.py --write    # write recommender/predict/quant_speeds.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from recommender.catalog.build import load_models  # noqa: E402
+from recommender.core.paths import SOURCES_DIR  # noqa: E402
+from recommender.hardware.profiles import find_profile, load_profiles  # noqa: E402
+from recommender.model.quant import QUANTS  # noqa: E402
+from recommender.predict import analytical  # noqa: E402
+
+TABLE = SOURCES_DIR / "measurements" / "h200-quant-types.csv"
+OUT = ROOT / "recommender" / "predict" / "quant_speeds.py"
+PROMPT, GEN = 512, 128  # llama-bench pp512 / tg128
+
+
+def rows() -> list[dict]:
+    with TABLE.open(newline="", encoding="utf-8") as f:
+        return [r for r in csv.DictReader(f) if r["tg128_tokens_per_s"] and r["pp512_tokens_per_s"]
+                and r["depth_tokens"] == "0" and r["kv_type"] == "f16"]
+
+
+def decode_terms(spec, quant: str, hw) -> tuple[float, float]:
+    """(weights ms, rest ms) of the analytical decode of tg128 (no kernel factor) at batch 1."""
+    est = analytical.estimate(spec, quant, "llama.cpp", hw, context_tokens=GEN, prompt_tokens=1, output_tokens=GEN,
+                              kernel_factors=False)
+    terms = analytical.llama_cpp_latency_terms(hw, "gguf")
+    bw = hw.memory_bandwidth_bytes_per_s * terms["efficiency"]
+    weights_ms = (est.decode_bytes_per_step - est.decode_kv_bytes_per_step) / bw * 1e3
+    return weights_ms, est.tpot_ms - weights_ms
+
+
+def prefill_ms(spec, quant: str, hw) -> float:
+    """The analytical TTFT of pp512 (no kernel factor)."""
+    return analytical.estimate(spec, quant, "llama.cpp", hw, context_tokens=PROMPT + 1, prompt_tokens=PROMPT,
+                               output_tokens=1, kernel_factors=False).ttft_ms
+
+
+def fit() -> dict[str, dict]:
+    hw = find_profile("H200 SXM", load_profiles())
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    by_quant = {}
+    for r in rows():
+        if QUANTS.get(r["quant"]) is None or QUANTS[r["quant"]].family != "gguf":
+            continue
+        by_quant.setdefault(r["quant"], []).append(r)  # Q4_K_M was benched twice: the mean of its rows
+    out = {}
+    for q, rs in sorted(by_quant.items()):
+        tg = sum(float(r["tg128_tokens_per_s"]) for r in rs) / len(rs)
+        pp = sum(float(r["pp512_tokens_per_s"]) for r in rs) / len(rs)
+        spec = specs[rs[0]["model_id"]]
+        w, rest = decode_terms(spec, q, hw)
+        out[q] = {"decode_factor": round((1e3 / tg - rest) / w, 4),
+                  "prefill_factor": round(prefill_ms(spec, q, hw) / (PROMPT / pp * 1e3), 4),
+                  "tg128_tokens_per_s": round(tg, 2), "pp512_tokens_per_s": round(pp, 2),
+                  "bits_per_weight": float(rs[0]["bits_per_weight"]), "rows": len(rs)}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(ROOT)}")
+    args = ap.parse_args()
+    table = fit()
+    print(f"{'type':8} {'bpw':>6} {'tg128 t/s':>10} {'pp512 t/s':>10} {'decode f':>9} {'prefill g':>9}")
+    for q, r in table.items():
+        print(f"{q:8} {r['bits_per_weight']:6.2f} {r['tg128_tokens_per_s']:10.1f} {r['pp512_tokens_per_s']:10.1f} "
+              f"{r['decode_factor']:9.3f} {r['prefill_factor']:9.3f}")
+    if args.write:
+        OUT.write_text('"""Generated by `python bench/quant_kernels.py --write`; do not edit. llama.cpp kernel speed per '
+                       'GGUF type on the H200\n(recommender.predict.constants.QUANT_KERNEL_SPEEDS), from '
+                       'sources/measurements/h200-quant-types.csv."""\n\nQUANT_KERNEL_ROWS: dict = '
+                       + json.dumps(table, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
