@@ -2,7 +2,7 @@
 
     python3 bench/h200_synth.py OUT_DIR MODEL_ID:QUANT [MODEL_ID:QUANT ...]
 
-Each file is ``evaluators.synthetic.build_synthetic_gguf(spec, quant, path)`` with its defaults (seed 0, synthetic
+Each file is ``recommender.probes.synthetic.build_synthetic_gguf(spec, quant, path)`` with its defaults (seed 0, synthetic
 vocab) -- the same call ``bench/gpu_matrix.py`` makes, so the files are byte-identical to the ones behind the shipped
 h200-llamacpp-synthetic*.jsonl rows. Prints one JSON line per file (model, quant, path, bytes, seconds).
 """

@@ -1,7 +1,7 @@
 """Build ``catalog.duckdb`` reproducibly from the text sources in ``sources/``.
 
 sources/configs/*.json + sources/configs/sources.csv   -> models (architecture read from real config.json files)
-  (every model x every catalog quantization)           -> variants (per-tensor size rules, recommender.quant)
+  (every model x every catalog quantization)           -> variants (per-tensor size rules, recommender.model.quant)
 sources/published_scores.csv                           -> published_scores (with THIRD-PARTY / SECONDARY flags)
 sources/measurements/*.jsonl                           -> measurements (probe rows committed as sources)
 sources/quality/model_quality.csv, quant_quality.csv   -> model_quality, quant_quality (docs/quality-method.md)
@@ -59,7 +59,7 @@ def sources_digest(sources: Path) -> str:
 
 
 def catalog_variants(spec: ModelSpec) -> list[Variant]:
-    """Every catalog quantization of one model, sized tensor by tensor (see recommender.quant)."""
+    """Every catalog quantization of one model, sized tensor by tensor (see recommender.model.quant)."""
 
     out = []
     for q in quants_for(spec):

@@ -423,7 +423,7 @@ def arch_key(spec: ModelSpec) -> ArchKey:
 
 
 def raw_inventory(spec: ModelSpec) -> tuple[RawTensor, ...]:
-    """Cached, plain-tuple form of ``tensor_inventory`` (fast path for recommender.quant)."""
+    """Cached, plain-tuple form of ``tensor_inventory`` (fast path for recommender.model.quant)."""
     return raw_inventory_of(arch_key(spec))
 
 

@@ -1,7 +1,7 @@
 """Quantization formats and the bytes a model's weights take in each, tensor by tensor.
 
 Pure and fast (no numpy, no gguf import): the per-tensor rules run on the plain-tuple inventory from
-``recommender.arch.raw_inventory`` and results are cached per (architecture, quantization).
+``recommender.model.arch.raw_inventory`` and results are cached per (architecture, quantization).
 
 GGUF sizes reproduce llama.cpp's ``llama-quantize``: the per-tensor type choice of ``llama_tensor_get_type``
 (ggml-org/llama.cpp, ``src/llama-quant.cpp``) and the ggml block sizes (``ggml/src/ggml-common.h``), on a source
@@ -216,7 +216,7 @@ def _allows_quantization(name: str, shape: tuple[int, ...]) -> bool:
     return not any(x in name for x in _NEVER_QUANTIZED)
 
 
-def _is_70b(key) -> bool:  # key: recommender.arch.ArchKey
+def _is_70b(key) -> bool:  # key: recommender.model.arch.ArchKey
     # llama.cpp hparams -> LLM_TYPE_70B: src/models/llama.cpp (80 layers and n_head != n_head_kv),
     # src/models/qwen2.cpp (80 layers). Used by the attn_v rule below.
     if key.num_layers != 80:
@@ -491,7 +491,7 @@ def weights_breakdown(spec: ModelSpec, quant: str, engine: Optional[str] = None)
     AWQ / GPTQ: a quantized linear becomes ``<stem>.qweight``, ``.qzeros``, ``.scales`` (GPTQ also ``.g_idx``);
     embeddings, lm_head, norms, biases and the router stay fp16. FP8: ``<stem>.weight`` (F8_E4M3) and
     ``<stem>.weight_scale`` (F32 per output channel); the rest bf16. F16 / BF16 for vllm / transformers: every tensor
-    2 bytes per element (HF checkpoint layout). Names are llama.cpp GGUF names (``recommender.arch``).
+    2 bytes per element (HF checkpoint layout). Names are llama.cpp GGUF names (``recommender.model.arch``).
     """
     q = resolve_quant(quant) if quant not in QUANTS else quant
 
@@ -610,7 +610,7 @@ def _total(key, q: str, hf_layout: bool) -> int:
     return sum(b for _n, _t, b in _breakdown(key, q, hf_layout))
 
 
-def gguf_file_quant(info) -> str:  # info: recommender.arch.GgufFileInfo
+def gguf_file_quant(info) -> str:  # info: recommender.model.arch.GgufFileInfo
     """The catalog quantization a GGUF file is (from general.file_type, else its most common 2-D tensor type)."""
     name = _FILE_TYPE_TO_QUANT.get(info.file_type_name or "")
     if name:

@@ -5,7 +5,7 @@ tokens spread over the experts), so such a file measures the architecture for re
 
 How a file is made (``build_synthetic_gguf``):
 
-* tensor names, shapes (ggml order) and ggml types come from ``recommender.quant.gguf_tensor_types`` -- the types
+* tensor names, shapes (ggml order) and ggml types come from ``recommender.model.quant.gguf_tensor_types`` -- the types
   llama-quantize would choose for that quantization (k-quant mixes, row-size fallbacks, F32 norms and router);
 * quantized tensors are written as ggml blocks directly (no F16 intermediate, no ``llama_model_quantize`` pass):
   random quant bits with small, finite f16 scales chosen so the dequantized weights have zero mean and a standard
@@ -27,7 +27,7 @@ deepseek2, at F16, Q8_0, Q6_K-bearing mixes Q4_K_M / Q5_K_M, and (SmolLM2) BF16,
 
 Limits:
 
-* what is measured is the tensor inventory of ``recommender.arch``: DeepSeek-V2/V3 / Kimi-K2 in the split MLA
+* what is measured is the tensor inventory of ``recommender.model.arch``: DeepSeek-V2/V3 / Kimi-K2 in the split MLA
   layout current converters write (``attn_k_b`` / ``attn_v_b``, ``key_length_mla``), so llama.cpp runs them with the
   compressed latent cache; RoPE helper tables (``rope_freqs``, Phi-3 ``rope_factors_*``) are not written (a few hundred bytes, no speed
   effect);
@@ -370,7 +370,7 @@ def build_synthetic_gguf(spec: ModelSpec, quant: str, out_path: Path, *, seed: i
     ``out_path`` and return the path.
 
     The tensors (names, shapes, ggml types) are exactly ``recommender.quant.gguf_tensor_types(spec, quant)``, so
-    the tensor data section weighs ``recommender.quant.weights_bytes(spec, quant)``; the architecture metadata is
+    the tensor data section weighs ``recommender.model.quant.weights_bytes(spec, quant)``; the architecture metadata is
     what llama.cpp's loader needs for ``gguf_arch(spec)`` (block count, widths, head counts and sizes, experts,
     MLA ranks, Gemma sliding windows).
 

@@ -537,7 +537,7 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
              n_startup: int = 10, measured=None, progress: Optional[Callable[[str], None]] = None,
              stop_at_optimum: bool = False, slo: Optional[Slo] = None) -> TuneResult:
     """Run (or join) a study and compare it with the exhaustive grid. ``measured``: a MeasuredEvaluator (the
-    probe side, recommender.tune_measure); None = predicted mode. ``stop_at_optimum`` ends the study once a trial
+    probe side, recommender.search.tune_measure); None = predicted mode. ``stop_at_optimum`` ends the study once a trial
     reaches the grid optimum (bench/tune_regret.py: the trials after it would not change trials-to-optimum).
     ``slo``: maximize goodput (requests/s meeting the SLOs, :func:`goodput_rps`) instead of the weighted score; a
     trial's score is then -goodput, so the grid optimum, regret and trials-to-optimum keep their meaning."""
