@@ -30,6 +30,17 @@ CONFIGS = Path(__file__).resolve().parents[1] / "sources" / "configs"
 TOKENS = [1, 2, 3]
 
 
+def llama_cpp_log(path: Path, n_ctx: int, capfd, **kw) -> str:
+    """Load a file in llama.cpp on the CPU, evaluate TOKENS, and return what llama.cpp logged (its buffer sizes)."""
+    capfd.readouterr()
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True, **kw)
+    try:
+        llm.eval(TOKENS)
+    finally:
+        llm.close()
+    return capfd.readouterr().err
+
+
 def config(name: str) -> dict:
     return json.loads((CONFIGS / f"{name}.json").read_text())
 
@@ -358,13 +369,7 @@ def test_mla_cut_runs_with_the_compressed_latent_cache(tmp_path, capfd):
     names = {n for n, _s, _t in gguf_tensor_types(spec, "Q8_0")}
     assert "blk.0.attn_k_b.weight" in names and "blk.0.attn_kv_b.weight" not in names
     n_ctx = 512
-    capfd.readouterr()
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True)
-    try:
-        llm.eval(TOKENS)
-    finally:
-        llm.close()
-    log = capfd.readouterr().err
+    log = llama_cpp_log(path, n_ctx, capfd)
     import re  # noqa: PLC0415
 
     m = re.search(r"KV buffer size =\s*([0-9.]+) MiB", log)
@@ -389,13 +394,7 @@ def test_qwen3_next_cut_keeps_kv_only_in_full_attention_layers(tmp_path, capfd):
     path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "q3n.gguf")
     check_file(path, spec, "Q8_0")
     n_ctx = 512
-    capfd.readouterr()
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True)
-    try:
-        llm.eval(TOKENS)
-    finally:
-        llm.close()
-    log = capfd.readouterr().err
+    log = llama_cpp_log(path, n_ctx, capfd)
     import re  # noqa: PLC0415
 
     kv = re.search(r"KV buffer size =\s*([0-9.]+) MiB", log)
@@ -419,15 +418,8 @@ def test_olmo3_cut_keeps_only_the_window_in_its_sliding_layers(tmp_path, capfd):
     path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "olmo3.gguf")
     check_file(path, spec, "Q8_0")
     n_ctx = 4096
-    capfd.readouterr()
     # swa_full=False: llama.cpp's own default (llama-server / llama-cli), the configuration the estimate models
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True,
-                          swa_full=False)
-    try:
-        llm.eval(TOKENS)
-    finally:
-        llm.close()
-    log = capfd.readouterr().err
+    log = llama_cpp_log(path, n_ctx, capfd, swa_full=False)
     sizes = [float(x) * 2**20 for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)]
     assert len(sizes) == 2, log[-2000:]  # llama_kv_cache_iswa: the full-attention cache and the SWA cache
     reported = sum(sizes)
