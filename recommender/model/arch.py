@@ -410,16 +410,11 @@ def gguf_arch(spec: ModelSpec) -> str:
     return "llama"
 
 
+_SPEC_FIELDS = ArchKey._fields[1:]  # every field after gguf_arch is the ModelSpec field of the same name
+
+
 def arch_key(spec: ModelSpec) -> ArchKey:
-    return ArchKey(gguf_arch(spec), spec.hidden_size, spec.num_layers, spec.num_attention_heads, spec.num_kv_heads,
-                   spec.head_dim, spec.intermediate_size, spec.vocab_size, spec.tie_word_embeddings,
-                   spec.attention_bias, spec.qk_norm, spec.extra_norms_per_layer, spec.num_experts,
-                   spec.num_experts_per_tok, spec.moe_intermediate_size, spec.num_shared_experts,
-                   spec.shared_expert_intermediate_size, spec.first_k_dense_layers, spec.kv_lora_rank,
-                   spec.q_lora_rank, spec.qk_rope_head_dim, spec.qk_nope_head_dim, spec.v_head_dim,
-                   spec.moe_layer_step, spec.full_attention_interval, spec.linear_num_key_heads,
-                   spec.linear_num_value_heads, spec.linear_key_head_dim, spec.linear_value_head_dim,
-                   spec.linear_conv_kernel, spec.nextn_layers)
+    return ArchKey(gguf_arch(spec), *(getattr(spec, f) for f in _SPEC_FIELDS))
 
 
 def raw_inventory(spec: ModelSpec) -> tuple[RawTensor, ...]:
