@@ -37,7 +37,7 @@ from recommender.core.paths import SOURCES_DIR
 from recommender.hardware.profiles import load_profiles, match_profile
 from recommender.predict import constants as C
 from recommender.predict.analytical import estimate, prefill_peak, speed_family
-from recommender.predict.reference import Point, board_points, fit_families, predict_point
+from recommender.predict.reference import Point, board_points, fit_families, leave_one_gpu_out
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "recommender" / "predict" / "family_speeds.py"
@@ -270,18 +270,6 @@ V1_MFU_INT8 = C.PREFILL_MFU["llama.cpp"]["gguf-int8"].value
 V1_MFU_FP16 = C.PREFILL_MFU["llama.cpp"]["gguf"].value
 
 
-def loo(points, fam_of):
-    """[(point, predicted, family used)] with each GPU left out of its own fit."""
-    out = []
-    for g in sorted({p.gpu for p in points}):
-        table = fit_families(points, fam_of, leave_out=g)
-        for p in points:
-            if p.gpu == g:
-                got = predict_point(p, table, fam_of(g))
-                if got:
-                    out.append((p, got[0], got[1]))
-    return out
-
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -293,7 +281,7 @@ def main(argv=None) -> int:
     board, dropped = board_points(profiles)
     points = board + measured_points(profiles)
     seg = segments()
-    res = loo(points, fam_of)
+    res = leave_one_gpu_out(points, fam_of)
 
     def seg_of(p):
         s = seg.get(p.gpu, "?")

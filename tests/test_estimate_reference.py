@@ -72,19 +72,14 @@ def test_decode_and_prefill_on_gpus_left_out_of_the_family_fit(profiles):
     issue's targets of what was published (median over GPUs: decode <= 12 %, prefill <= 20 %), and no segment's
     decode median beyond 30 %."""
     from recommender.predict.analytical import speed_family
-    from recommender.predict.reference import board_points, fit_families, predict_point
+    from recommender.predict.reference import board_points, leave_one_gpu_out
 
     by_name = {p.name: p for p in profiles}
     points, _ = board_points(profiles)
     fam = lambda g: speed_family(by_name[g])  # noqa: E731
     errs = {"decode": {}, "prefill": {}}
-    for g in sorted({p.gpu for p in points}):
-        table = fit_families(points, fam, leave_out=g)
-        for p in points:
-            if p.gpu == g:
-                got = predict_point(p, table, fam(g))
-                if got:
-                    errs[p.test].setdefault(g, []).append(abs(got[0] - p.y) / p.y)
+    for p, got, _ in leave_one_gpu_out(points, fam):
+        errs[p.test].setdefault(p.gpu, []).append(abs(got - p.y) / p.y)
     dec = {g: statistics.median(v) for g, v in errs["decode"].items()}
     pre = {g: statistics.median(v) for g, v in errs["prefill"].items()}
     assert len(dec) >= 60 and len(pre) >= 50
@@ -103,17 +98,16 @@ def test_datacenter_prefill_on_gpus_left_out_follows_the_mmq_rate(profiles):
     import json
 
     from recommender.predict.analytical import speed_family
-    from recommender.predict.reference import board_points, fit_families, predict_point
+    from recommender.predict.reference import board_points, leave_one_gpu_out
 
     seg = {p["name"]: p["segment"] for p in json.loads((SOURCES_DIR / "gpus" / "names.json").read_text())["profiles"]}
     by_name = {p.name: p for p in profiles}
     points, _ = board_points(profiles)
     fam = lambda g: speed_family(by_name[g])  # noqa: E731
-    errs = {}
-    for g in sorted({p.gpu for p in points if p.test == "prefill" and seg.get(p.gpu) == "datacenter"}):
-        table = fit_families(points, fam, leave_out=g)
-        e = [(predict_point(p, table, fam(g))[0] - p.y) / p.y for p in points if p.gpu == g and p.test == "prefill"]
-        errs[g] = statistics.median(e)
+    gpus = {p.gpu for p in points if p.test == "prefill" and seg.get(p.gpu) == "datacenter"}
+    got = [(p, y) for p, y, _ in leave_one_gpu_out(points, fam, gpus) if p.test == "prefill"]
+    assert len(got) == sum(1 for p in points if p.gpu in gpus and p.test == "prefill")  # every one predicted
+    errs = {g: statistics.median((y - p.y) / p.y for p, y in got if p.gpu == g) for g in gpus}
     assert {"A30", "A40", "L40", "Tesla T4"} <= set(errs)
     assert abs(errs["A30"]) <= 0.15, errs
     assert statistics.median(abs(e) for e in errs.values()) <= 0.20, errs

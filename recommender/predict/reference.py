@@ -283,3 +283,17 @@ def predict_point(p: Point, table: dict[str, dict], families: tuple[str, ...]) -
         if p.peak in (row.get("prefill_mfu") or {}):
             return p.x / row["prefill_mfu"][p.peak], k
     return None
+
+
+def leave_one_gpu_out(points: list[Point], family_of, gpus=None) -> list[tuple[Point, float, str]]:
+    """(point, predicted y, family used) for each point of each GPU (``gpus``: these only, default all), predicted
+    from the family table fitted without that GPU; points no family of the table covers are left out."""
+    out = []
+    for g in sorted(gpus if gpus is not None else {p.gpu for p in points}):
+        table = fit_families(points, family_of, leave_out=g)
+        for p in points:
+            if p.gpu == g:
+                got = predict_point(p, table, family_of(g))
+                if got:
+                    out.append((p, got[0], got[1]))
+    return out
