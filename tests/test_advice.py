@@ -122,3 +122,48 @@ def test_serve_ranks_by_goodput_at_the_chosen_batch(cli):
     assert len(keys) == len(set(keys))  # the batch is chosen, not ranked
     assert all(c["figures"]["goodput_requests_per_s"]["value"] > 0 for c in cands)
     assert cands[0]["batch"] > 1
+
+
+def _shipped_catalog():
+    from recommender.catalog.store import Catalog  # noqa: PLC0415
+    from recommender.core.paths import SHIPPED_CATALOG  # noqa: PLC0415
+
+    return Catalog(SHIPPED_CATALOG)
+
+
+def test_every_catalog_model_has_comparable_quality_and_its_own_leaderboard_row_wins():
+    """Every shipped model has an en and a zh figure in the comparable-accuracy table (so none falls back to a
+    size-only guess), and a model the Open LLM Leaderboard v2 scored itself (reasoning models aside) carries one of its
+    own runs' scores as published: the reference is the leaderboard rows in sources/quality/inputs/leaderboards.csv."""
+    import csv  # noqa: PLC0415
+
+    from recommender.core.paths import SOURCES_DIR  # noqa: PLC0415
+
+    cat = _shipped_catalog()
+    mq, models = cat.model_quality(), cat.models()
+    missing = [(m, g) for m in models for g in ("en", "zh") if (m, g) not in mq]
+    assert not missing, missing[:10]
+    with (SOURCES_DIR / "quality" / "inputs" / "leaderboards.csv").open(newline="", encoding="utf-8") as f:
+        oll: dict[str, list[float]] = {}  # a model may have several runs (chat template on/off, precision)
+        for r in csv.DictReader(f):
+            if r["leaderboard"] == "hf_open_llm_leaderboard_v2" and r["metric"] == "average (normalized)":
+                oll.setdefault(r["model"], []).append(float(r["value"]))
+    # reasoning checkpoints excepted: OLL v2 caps generation length (its README: do not rank them with it), so their
+    # figure comes from LiveBench / LMArena bridges instead
+    scored = sorted(m for m in models if m in oll and models[m].checkpoint != "reasoning")
+    assert len(scored) >= 40  # the catalog holds many checkpoints the leaderboard scored (Qwen2, Llama-3, ...)
+    for m in scored:
+        row = mq[(m, "en")]
+        assert row["provenance"] == "published", (m, row)
+        assert min(abs(row["value_points"] - v) for v in oll[m]) < 0.01, (m, row["value_points"], oll[m])
+
+
+def test_a_classifier_checkpoint_is_not_offered_for_chat(cli):
+    """Llama-Guard-3-8B labels content safe / unsafe; it is no chat model, so a chat answer never ranks it, and it
+    is ranked only when the user names it."""
+    r = cli("recommend", *Q, "--top", "500", "--json", prog="recommender")
+    assert r.code == 0
+    assert "meta-llama/Llama-Guard-3-8B" not in {c["model"] for c in r.json()["candidates"]}
+    assert _shipped_catalog().models()["meta-llama/Llama-Guard-3-8B"].checkpoint == "classifier"
+    r = cli("recommend", *Q, "--model", "meta-llama/Llama-Guard-3-8B", "--json", prog="recommender")
+    assert r.code == 0 and r.json()["candidates"][0]["model"] == "meta-llama/Llama-Guard-3-8B"

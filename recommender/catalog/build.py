@@ -19,11 +19,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, get_args
 
 
 from recommender.core.errors import UserError
-from recommender.core.records import Measurement, ModelSpec, Variant, checkpoint_from_name
+from recommender.core.records import Checkpoint, Measurement, ModelSpec, Variant, checkpoint_from_name
 from recommender.model.arch import spec_from_config, UnsupportedArchitecture
 from recommender.model.quant import quants_for, RULES_VERSION
 from recommender.hardware.profiles import load_profiles
@@ -35,7 +35,7 @@ from recommender import __version__
 
 SCORE_FLAGS = ("THIRD-PARTY", "SECONDARY", "INFERRED")
 QUALITY_FILES = ("model_quality.csv", "quant_quality.csv", "models.csv")
-CHECKPOINTS = ("base", "instruct", "hybrid", "reasoning")
+CHECKPOINTS = get_args(Checkpoint)
 CHECKPOINT_SYNONYMS = {"chat": "instruct", "it": "instruct", "sft": "instruct", "pretrained": "base",
                        "thinking": "reasoning"}
 
@@ -124,7 +124,7 @@ def row_checkpoint(row: dict, curated: Optional[str], index: Path) -> tuple[str,
 
 
 def quality_kinds(sources: Path) -> dict[str, str]:
-    """model id -> checkpoint kind of sources/quality/models.csv (base / instruct / hybrid / reasoning)."""
+    """model id -> checkpoint kind of sources/quality/models.csv (base / instruct / hybrid / reasoning / classifier)."""
     path = sources / "quality" / "models.csv"
     if not path.is_file():
         return {}
@@ -139,6 +139,8 @@ def load_quality(sources: Path) -> tuple[list[tuple], list[tuple]]:
     if path.is_file():
         with path.open(newline="", encoding="utf-8") as f:
             for r in csv.DictReader(f):
+                if not r["value_points"]:  # provenance none: no figure and no basis to estimate one (no size known)
+                    continue
                 mq.append((r["model_id"], r["group"], float(r["value_points"]), float(r["interval_low"]),
                            float(r["interval_high"]), float(r["sd_points"]), r["provenance"], r["kind"], r["method"],
                            r["sources"], r["flags"]))

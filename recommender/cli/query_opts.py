@@ -34,7 +34,7 @@ class NormOpt(str, Enum):
 
 NORM_HELP = ("value (default): value functions anchored on your limits and the workload, in accuracy points "
              "(docs/scoring.md); minmax / zscore: the brief's normalization over the candidates at hand.")
-INCLUDE_BASE_HELP = "Rank base (not chat-tuned) checkpoints too in a chat workload."
+INCLUDE_BASE_HELP = "Rank base (not chat-tuned) and classifier (Llama-Guard) checkpoints too in a chat workload."
 
 
 class MissingOpt(str, Enum):

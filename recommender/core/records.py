@@ -23,8 +23,9 @@ JSON_SCHEMA_VERSION = 1
 
 Provenance = Literal["measured", "calibrated", "published", "estimated", "unknown"]
 # base: a pretrained checkpoint (no chat tuning); instruct: chat/instruction tuned; hybrid: instruct with an optional
-# thinking mode (Qwen3); reasoning: always thinks before answering (R1 distills, QwQ). All but base can chat.
-Checkpoint = Literal["base", "instruct", "hybrid", "reasoning"]
+# thinking mode (Qwen3); reasoning: always thinks before answering (R1 distills, QwQ); classifier: tuned to label
+# content, not to converse (Llama-Guard's safe / unsafe verdicts). instruct, hybrid and reasoning can chat.
+Checkpoint = Literal["base", "instruct", "hybrid", "reasoning", "classifier"]
 CHAT_CHECKPOINTS = ("instruct", "hybrid", "reasoning")
 _INSTRUCT_TOKENS = ("instruct", "chat", "it", "sft", "dpo", "rlhf")
 _REASONING_TOKENS = ("r1", "qwq", "thinking", "reasoning")
@@ -53,13 +54,18 @@ class Strict(BaseModel):
         mutable ones copied, factories called) and fields-set - without its per-field alias and default resolution,
         which was most of the time of the ~10,000 candidates a recommend builds. Only for models without aliases,
         post-init or private attributes (checked once per class)."""
-        plan = _TRUSTED_PLANS.get(cls) or _trusted_plan(cls)
-        d = {}
-        for name, required, factory, default, mutable in plan:
-            if name in values:
-                d[name] = values[name]
-            elif not required:
-                d[name] = factory() if factory is not None else copy.deepcopy(default) if mutable else default
+        template, fresh, required = _TRUSTED_PLANS.get(cls) or _trusted_plan(cls)
+        d = template.copy()  # every field in declaration order, immutable defaults filled in
+        d.update(values)  # values overwrite in place: the order stays the declaration's
+        if len(d) != len(template):  # names that are no field: left out, as model_construct does
+            for name in values.keys() - template.keys():
+                del d[name]
+        for name, factory, default in fresh:  # mutable defaults: a fresh copy, factories called
+            if name not in values:
+                d[name] = factory() if factory is not None else copy.deepcopy(default)
+        for name in required:  # a required field not given stays absent
+            if name not in values:
+                del d[name]
         m = cls.__new__(cls)
         object.__setattr__(m, "__dict__", d)
         object.__setattr__(m, "__pydantic_fields_set__", values.keys() & d.keys())
@@ -73,15 +79,23 @@ _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
 
 
 def _trusted_plan(cls) -> tuple:
-    """(name, required, default factory, default, default is mutable) per field of ``cls``, for Strict.trusted."""
+    """(template, fresh, required) of ``cls`` for Strict.trusted: a dict of every field in declaration order holding
+    its default where that is immutable; (name, default factory, default) of the fields whose default must be made
+    anew for each record; the names of the required fields."""
     if cls.__pydantic_post_init__ or cls.__private_attributes__:
         raise TypeError(f"{cls.__name__} has a post-init or private attributes: use model_construct")
-    plan = []
+    template, fresh, required = {}, [], []
     for name, f in cls.model_fields.items():
         if f.alias is not None or f.validation_alias is not None or f.default_factory_takes_validated_data:
             raise TypeError(f"{cls.__name__}.{name} has an alias or a data-taking factory: use model_construct")
-        plan.append((name, f.is_required(), f.default_factory, f.default, not isinstance(f.default, _IMMUTABLE)))
-    _TRUSTED_PLANS[cls] = plan = tuple(plan)
+        template[name] = None
+        if f.is_required():
+            required.append(name)
+        elif f.default_factory is not None or not isinstance(f.default, _IMMUTABLE):
+            fresh.append((name, f.default_factory, f.default))
+        else:
+            template[name] = f.default
+    _TRUSTED_PLANS[cls] = plan = (template, tuple(fresh), tuple(required))
     return plan
 
 

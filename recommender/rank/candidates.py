@@ -196,7 +196,8 @@ class CandidateBuilder:
 
 
 def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
-    """A base (not chat-tuned) checkpoint is left out of a chat workload unless --include-base or named. Only a
+    """A base (not chat-tuned) or classifier (Llama-Guard) checkpoint is left out of a chat workload unless
+    --include-base or named. Only a
     checkpoint the catalog states is base counts: a model the user added (`catalog add`, no checkpoint stated) is
     ranked - they added it to have it considered."""
     return q.workload.chat and not q.include_base and spec.id not in wanted \

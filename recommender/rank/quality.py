@@ -203,11 +203,23 @@ class TaskAccuracy:
         self.quality = quality
         self.models = models
         self._fit: dict[str, Optional[tuple[float, float, float, int]]] = {}
-        self._cache: dict[tuple, Figure] = {}
+        self._cache: dict[tuple, tuple[Figure, bool]] = {}
+        self._groups: dict[tuple, tuple[Figure, bool]] = {}
+
+    def _measured_quant(self, model_id: str, quant: Optional[str]) -> Optional[str]:
+        """``quant`` when probe accuracy measured this model at it, else None: the model's figures then serve every
+        quant alike (computed once per model, not once per quant)."""
+        return quant if quant is not None and (model_id, quant) in self.quality._acc else None
 
     def group(self, model_id: str, grp: str, quant: Optional[str] = None) -> tuple[Figure, bool]:
         """(figure of one group, measured?). A measured row of this model and quant wins: C-Eval / CMMLU for zh (the
         zh scale is C-Eval %), MMLU for en, mapped onto the OLL v2 scale (mmlu_bridge)."""
+        key = (model_id, grp, self._measured_quant(model_id, quant))
+        if key not in self._groups:
+            self._groups[key] = self._group(*key)
+        return self._groups[key]
+
+    def _group(self, model_id: str, grp: str, quant: Optional[str]) -> tuple[Figure, bool]:
         if grp == "zh" and quant:
             m = _measured_metric(self.quality._acc.get((model_id, quant), []), MEASURED_ZH_TASKS)
             if m is not None:
@@ -267,6 +279,7 @@ class TaskAccuracy:
 
     def accuracy(self, model_id: str, quant: Optional[str], groups: tuple[str, ...]) -> tuple[Figure, bool]:
         """(A, every group measured?) for these groups: their mean, named in the basis."""
+        quant = self._measured_quant(model_id, quant)
         key = (model_id, quant, groups)
         if key not in self._cache:
             parts = [(g, *self.group(model_id, g, quant)) for g in groups]

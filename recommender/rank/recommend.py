@@ -51,7 +51,7 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
     notes += answer_notes(cands, feasible, ranked, q.weights, q.normalization, q.workload.rank_by == "goodput")
     base = [m for m, spec in builder.models.items() if not builder.wanted and skips_base(q, spec, builder.wanted)]
     if base:
-        notes.append(f"{len(base)} base (not chat-tuned) checkpoint(s) not ranked for the {q.workload.name} workload: "
+        notes.append(f"{len(base)} base (not chat-tuned) or classifier checkpoint(s) not ranked for the {q.workload.name} workload: "
                      f"add --include-base, or name one with --model")
     if q.normalization == "value" and ranked:
         top = ranked[0].figures["task_accuracy"]

@@ -143,6 +143,14 @@ class Meta:
         self.aliases = {r["source_model"]: r for r in read_csv(HERE / "aliases.csv")}
         self.models = {r["model_id"]: r for r in read_csv(HERE / "models.csv")}
         self.sizes = {r["model"]: r for r in read_csv(HERE / "sizes_extra.csv")}
+        # release dates the catalog's config table states (a month at least), for ids whose name and family give none
+        self.config_release = {}
+        if (CONFIGS / "sources.csv").is_file():
+            for r in read_csv(CONFIGS / "sources.csv"):
+                m = re.match(r"(20\d\d)-(0[1-9]|1[0-2])", r["release_date"])
+                if m:
+                    self.config_release[r["model"]] = (int(m.group(1)) + (int(m.group(2)) - 0.5) / 12,
+                                                       f"sources/configs/sources.csv release_date: {r['release_date']}")
         self.catalog_now = set()
         if CONFIGS.is_dir():
             for p in CONFIGS.glob("*.json"):
@@ -175,6 +183,8 @@ class Meta:
             m = re.search(r"-(0[1-9]|1[0-2])(2[3-6])(?:\b|$)", name)
             if m:
                 return 2000 + int(m.group(2)) + (int(m.group(1)) - 0.5) / 12, "from the name suffix (MMYY)"
+        if model in self.config_release:
+            return self.config_release[model]
         if f and f["release"]:
             y, mo = f["release"].split("-")
             return int(y) + (int(mo) - 0.5) / 12, f["release_basis"]
