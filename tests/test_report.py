@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from tests.conftest import assert_user_error
+from tests.conftest import BIN, assert_user_error
 
 QUERY = ("recommend", "--gpu", "RTX 4090", "--vram", "24")
 
@@ -160,8 +160,11 @@ def test_csv_is_the_json_answer_as_a_table(cli):
 
 
 def test_shell_completion_is_on(cli):
-    r = cli("--show-completion", "bash")
-    assert r.code == 0 and "_recommender_completion" in r.out, r.err
+    # --show-completion detects the shell it is run from (shellingham reads the parent processes), so it runs under
+    # bash as a user's would: run straight from a pytest whose parent is no shell (a detached CI job) it finds none
+    r = subprocess.run(["bash", "-c", f"'{BIN / 'recommender'}' --show-completion"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "_recommender_completion" in r.stdout, r.stderr
     env = {"_RECOMMENDER_COMPLETE": "complete_bash", "COMP_WORDS": "recommender pro", "COMP_CWORD": "1"}
     assert cli(env=env).out.split() == ["probe"]
     env = {"_RECOMMEND_COMPLETE": "complete_bash", "COMP_WORDS": "recommend --rep", "COMP_CWORD": "1"}

@@ -105,7 +105,7 @@ def print_recommendation(rec, explain: bool) -> None:
                            ("score", "right")),
                           {"model", "VRAM", "TTFT"})
     for c in rec.candidates:
-        p = c.provenance
+        p, engine = c.provenance, engine_label(c, q)
         ttft = mark(fmt_ms(c.ttft_ms), p["ttft_ms"])
         if serve:  # the figures under load of `batch` clients (recommender.predict.serving)
             out = c.figures["output_throughput_tokens_per_s"]
@@ -123,7 +123,7 @@ def print_recommendation(rec, explain: bool) -> None:
             acc = mark("?" if c.zh_accuracy is None else f"{c.zh_accuracy:.1f}", p["zh_accuracy"])
             qcost = mark("?" if c.ppl_ratio is None else f"{c.ppl_ratio:.3f}", p["ppl_ratio"])
         table.add_row(
-            str(c.rank), c.model, c.quant, engine_label(c, q), str(c.batch), fmt_tokens(c.context_tokens),
+            str(c.rank), c.model, c.quant, engine, str(c.batch), fmt_tokens(c.context_tokens),
             mark(fmt_bytes(c.total_vram_bytes), p["total_vram_bytes"]),
             ttft, *speed, acc, qcost, f"{c.score:.3f}")
     stdout_console().print(table)
