@@ -54,6 +54,25 @@ def test_constraints_honored(cli):
     assert any(t["config"]["gpu_layers"] is not None for t in d["trials"])
 
 
+def test_default_space_is_the_models_recommend_ranks_at_the_quants_they_have(cli):
+    """Without named models tune searches what recommend ranks for the workload: chat checkpoints only, each at the
+    quants it has (MXFP4 is the MoE models' type; gpt-oss has no Q4_K_M GGUF). It used to refuse
+    the whole query because some model lacked some quant. A named model with a named quant it lacks is refused."""
+    r = cli("tune", "--gpu", "RTX 4090", "--vram", "24", "--max-latency", "800ms", "--quant", "MXFP4", "--quant",
+            "Q4_K_M", "--kv-dtype", "default", "--no-offload", "--trials", "20", "--json")
+    assert r.code == 0, r.err
+    space = r.json()["space"]
+    rec = cli("recommend", "--gpu", "RTX 4090", "--vram", "24", "--max-latency", "800ms", "--quant", "MXFP4",
+              "--quant", "Q4_K_M", "--top", "500", "--per-model", "0", "--json").json()
+    assert set(space["models"]) == {c["model"] for c in rec["candidates"] + rec["excluded"]} | set(space["models"])
+    assert r.json()["grid"]["size"] == rec["counts"]["candidates"]  # the same enumeration, one config each
+    assert "openai/gpt-oss-20b" in space["models"] and "Qwen/Qwen2.5-7B" not in space["models"]  # base: left out
+    qbm = space["quants_by_model"]
+    assert qbm["Qwen/Qwen3-8B"] == ["Q4_K_M"] and qbm["openai/gpt-oss-20b"] == ["MXFP4"]  # (no Q4_K_M GGUF of it)
+    assert "Qwen/Qwen3-30B-A3B-Instruct-2507" not in qbm  # an MoE: it has both
+    assert_user_error(cli("tune", "Qwen/Qwen3-8B", "--gpu", "RTX 4090", "--quant", "MXFP4", "--trials", "2"))
+
+
 @pytest.mark.parametrize("args", [
     ["--budget", "ten minutes"],
     ["--kv-dtype", "q5_1"],

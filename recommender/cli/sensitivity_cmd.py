@@ -11,7 +11,7 @@ import typer
 from recommender.core.errors import UserError
 from recommender.search.sensitivity import check_grid, sensitivity
 from recommender.cli.common import budget_title, emit_json, info, open_catalog, stdout_console
-from recommender.cli.query_opts import build_query, no_fit_hint, query_options, QueryOptions
+from recommender.cli.query_opts import build_query, INCLUDE_BASE_HELP, no_fit_hint, query_options, QueryOptions
 from recommender.cli.sensitivity_plot import check_plot_path, write_plot
 
 
@@ -38,7 +38,7 @@ def sensitivity_command(
     normalization: SensNormOpt = typer.Option(SensNormOpt.value, "--normalization",
                                               help="value (the default score), minmax, zscore, or both (min-max "
                                                    "and z-score compared, seed 003 §4.4)."),
-    include_base: bool = typer.Option(False, "--include-base", help="Rank base checkpoints too in a chat workload."),
+    include_base: bool = typer.Option(False, "--include-base", help=INCLUDE_BASE_HELP),
     step: str = typer.Option("0.05", "--step", help="Weight step: 0.05 or 5% (absolute, in weight units)."),
     span: str = typer.Option("0.2", "--span", help="Farthest change of a weight each way (a multiple of --step)."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write the tornado chart: FILE.png, or FILE.html "

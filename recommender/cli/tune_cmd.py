@@ -25,7 +25,8 @@ from recommender.cli.common import (
     open_catalog,
     stdout_console,
 )
-from recommender.cli.query_opts import build_query, LatencyMetricOpt, MissingOpt, NormOpt, QueryOptions
+from recommender.cli.query_opts import (build_query, INCLUDE_BASE_HELP, LatencyMetricOpt, MissingOpt, NormOpt,
+                                         QueryOptions)
 from recommender.cli.tune_plot import plot_front
 
 
@@ -61,6 +62,7 @@ def tune_command(
     kv_dtype: Optional[list[str]] = typer.Option(None, "--kv-dtype", help="Only these KV-cache dtypes (f16, q8_0, "
                                                                           "q4_0, bf16, fp8; 'default' = each "
                                                                           "engine's default). Default: all."),
+    include_base: bool = typer.Option(False, "--include-base", help=INCLUDE_BASE_HELP),
     offload: bool = typer.Option(True, "--offload/--no-offload",
                                  help="Try llama.cpp partial offload (75/50/25 % of the layers on the GPU)."),
     trials: int = typer.Option(100, "--trials", min=1, max=100_000, help="Trials this process runs."),
@@ -150,7 +152,7 @@ def tune_command(
     else:
         q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
                                             prompt_tokens, output_tokens, weights, missing, gpu, models, engine, quant,
-                                            10, 1, catalog_path, gpus, link), normalization.value)
+                                            10, 1, catalog_path, gpus, link), normalization.value, include_base)
         for n in notes:
             info(n)
         res = run_tune(catalog, q, trials=trials, seed=seed, pareto=pareto, storage=storage, study_name=study_name,

@@ -35,7 +35,7 @@ from recommender.core.records import Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.serving import Slo, goodput_from
-from recommender.rank.candidates import Candidate, CandidateBuilder
+from recommender.rank.candidates import Candidate, CandidateBuilder, skips_base
 from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
 from recommender.score.order import SCORE_DECIMALS, costs as _costs, value_scale
 from recommender.score.weighted import CRITERIA, ValueScale, missing_fill, norm_stats, norm_value
@@ -128,6 +128,12 @@ class Space(Strict):
     kv_dtypes: dict[str, list[str]]  # engine -> KV dtypes
     offload_fractions: list[float]  # [1.0] = no partial offload
     num_layers: dict[str, int]  # model -> repeating layers
+    # model -> the quants it has a variant of, where that is not every quant of `quants` (a catalog model has the
+    # GGUF types and the checkpoints its publisher or converters made: gpt-oss alone has MXFP4)
+    model_quants: dict[str, list[str]] = Field(default_factory=dict)
+
+    def quants_of(self, model: str) -> list[str]:
+        return self.model_quants.get(model, self.quants)
 
     def gpu_layers_for(self, model: str, frac: float) -> Optional[int]:
         if frac >= 1.0:
@@ -139,7 +145,7 @@ class Space(Strict):
         """Every configuration (the exhaustive grid), duplicates removed."""
         out: dict[tuple, TuneConfig] = {}
         for m in self.models:
-            for qn in self.quants:
+            for qn in self.quants_of(m):
                 for e in self.engines[qn]:
                     fracs = self.offload_fractions if e == "llama.cpp" else [1.0]
                     for ctx in self.contexts:
@@ -158,7 +164,8 @@ class Space(Strict):
             return choices[0] if len(choices) == 1 else trial.suggest_categorical(name, choices)
 
         model = pick("model", self.models)
-        quant = pick("quant", self.quants)
+        qs = self.quants_of(model)  # a model with fewer quants has a parameter of its own (fixed choices per name)
+        quant = pick("quant" if qs == self.quants else f"quant:{model}", qs)
         engines = self.engines[quant]
         engine = pick("engine:" + ",".join(engines), engines)
         ctx = pick("context", self.contexts)
@@ -172,16 +179,20 @@ class Space(Strict):
 
     def describe(self) -> dict[str, Any]:
         return {"models": self.models, "quants": self.quants, "engines": self.engines, "contexts": self.contexts,
-                "batches": self.batches, "kv_dtypes": self.kv_dtypes, "gpu_share": self.offload_fractions}
+                "batches": self.batches, "kv_dtypes": self.kv_dtypes, "gpu_share": self.offload_fractions,
+                "quants_by_model": self.model_quants}
 
 
 def build_space(catalog, q: Query, kv_dtypes: Optional[list[str]] = None, offload: bool = True) -> Space:
     """The space `recommend` enumerates for this query (models, quants, engines, contexts, batches), plus the KV
-    dtypes each engine offers and, for llama.cpp on a CUDA/ROCm GPU, partial offload."""
+    dtypes each engine offers and, for llama.cpp on a CUDA/ROCm GPU, partial offload. As in recommend, a chat
+    workload leaves base and classifier checkpoints out unless --include-base or named, and each model is tried at
+    the quants it has a variant of; a model and a quant both named that do not pair are refused."""
 
     models = catalog.models()
     variants = catalog.variants()
-    wanted = resolve_models(catalog, q.models) or sorted(models)
+    named = resolve_models(catalog, q.models)
+    wanted = named or [m for m in sorted(models) if not skips_base(q, models[m], set())]
     quants = [qn for qn in QUANTS if (not q.quants or qn in q.quants)]
     engines: dict[str, list[str]] = {}
     for qn in quants:
@@ -193,9 +204,14 @@ def build_space(catalog, q: Query, kv_dtypes: Optional[list[str]] = None, offloa
         raise UserError("no quantization runs on the engines asked for",
                         hint="drop --engine / --quant, or pair them (e.g. Q4_K_M runs on llama.cpp)")
     missing = [(m, qn) for m in wanted for qn in quants if (m, qn) not in variants]
-    if missing:
+    if missing and named and q.quants:
         raise UserError(f"{missing[0][0]} has no {missing[0][1]} variant in the catalog",
                         hint="restrict --quant to the variants the model has (`recommender catalog show MODEL`)")
+    model_quants = {m: qs for m in wanted if (qs := [qn for qn in quants if (m, qn) in variants]) != quants}
+    if not all(model_quants.get(m, True) for m in wanted):
+        empty = next(m for m in wanted if not model_quants.get(m, True))
+        raise UserError(f"{empty} has none of the quantizations asked for in the catalog",
+                        hint="drop --quant / --engine, or see its variants: `recommender catalog show MODEL`")
     kv: dict[str, list[str]] = {}
     for e in {e for es in engines.values() for e in es}:
         offered = list(C.ENGINE_KV_DTYPES[e])
@@ -210,7 +226,7 @@ def build_space(catalog, q: Query, kv_dtypes: Optional[list[str]] = None, offloa
     fracs = list(OFFLOAD_FRACTIONS) if offload and q.hardware.backend in ("cuda", "rocm") else [1.0]
     return Space(models=list(wanted), quants=quants, engines=engines, contexts=list(q.workload.contexts),
                  batches=list(q.workload.batches), kv_dtypes=kv, offload_fractions=fracs,
-                 num_layers={m: models[m].num_layers for m in wanted})
+                 num_layers={m: models[m].num_layers for m in wanted}, model_quants=model_quants)
 
 
 # ---------------------------------------------------------------------------------------------------------------
