@@ -189,6 +189,41 @@ def test_partial_offload_moves_layers_to_host():
         estimate(spec, "AWQ-4bit", "vllm", hw, gpu_layers=4, **kw)
 
 
+def test_moe_partial_offload_reads_only_the_touched_experts():
+    """gpt-oss-120b (128 experts, 4 per token) with most blocks in host RAM: each side reads its own share of the
+    experts, only those a token touches - never negative bytes (estimate-v3 gave -36 GB on the GPU side) nor every
+    host expert - and decode gets faster with every block moved to the GPU."""
+    from recommender.cli.common import open_catalog
+    from recommender.predict.analytical import estimate
+    from recommender.hardware.profiles import find_profile, load_profiles
+
+    spec = open_catalog().models()["openai/gpt-oss-120b"]
+    hw = find_profile("RTX 4090", load_profiles())
+    kw = dict(context_tokens=4096, prompt_tokens=1024, output_tokens=256)
+    runs = [estimate(spec, "MXFP4", "llama.cpp", hw, gpu_layers=g, **kw) for g in (6, 14, 24, 30)]
+    for e in runs:
+        assert 0 < e.decode_bytes_per_step < e.weights_gpu_bytes
+        assert 0 < e.host_bytes_per_step < 0.2 * e.host_weights_bytes  # 4 of 128 experts + the dense parts
+    assert [e.tpot_ms for e in runs] == sorted((e.tpot_ms for e in runs), reverse=True)
+
+
+def test_estimate_says_when_it_does_not_fit_and_what_offload_does(cli):
+    """A configuration above the GPU's memory is flagged, and on llama.cpp the note names the largest
+    --gpu-layers that fits: that one fits, one more does not."""
+    r = cli("estimate", "gpt-oss-120b", "--quant", "MXFP4", "--gpu", "RTX 4090", "--json")
+    note = next(n for n in r.json()["notes"] if n.startswith("does not fit"))
+    g = int(note.split("--gpu-layers ")[1].split()[0])
+    budget = 24 * 1024**3
+    fits = cli("estimate", "gpt-oss-120b", "--quant", "MXFP4", "--gpu", "RTX 4090", "--gpu-layers", str(g), "--json")
+    more = cli("estimate", "gpt-oss-120b", "--quant", "MXFP4", "--gpu", "RTX 4090", "--gpu-layers", str(g + 1),
+               "--json")
+    assert fits.json()["figures"]["total_vram_bytes"]["value"] <= budget < \
+        more.json()["figures"]["total_vram_bytes"]["value"]
+    assert not any(n.startswith("does not fit") for n in fits.json()["notes"])
+    small = cli("estimate", "qwen2.5-7b", "--gpu", "RTX 4090", "--json")
+    assert not any(n.startswith("does not fit") for n in small.json()["notes"])
+
+
 def test_estimate_gpu_layers_cli(cli):
     """`recommender estimate --gpu-layers`: the output layer and g - 1 blocks on the GPU (llama.cpp's count, as the
     H200 buffers showed); only llama.cpp has partial offload."""

@@ -84,16 +84,33 @@ def estimate_command(
         info(n)
     predictor = Predictor.for_catalog(catalog, hw, load_profiles(), {spec.id: spec}, model_id=spec.id,
                                       machine=machine)
-    est = predictor.predict(spec, Config(model=spec.id, quant=q, engine=eng, context_tokens=ctx, batch=batch,
-                                         prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                                         kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan),
-                            variant=catalog.variants().get((spec.id, q)))
+    config = Config(model=spec.id, quant=q, engine=eng, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
+                    output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan)
+    variant = catalog.variants().get((spec.id, q))
+    est = predictor.predict(spec, config, variant=variant)
+    if machine is None and est.total_vram_bytes is not None and est.total_vram_bytes > hw.memory_bytes:
+        est.notes.append(_does_not_fit(predictor, spec, config, variant, est.total_vram_bytes, hw))
     if batch > 1 or slo is not None:  # as a server: `batch` closed-loop clients (recommend -w serve's model)
         est.figures.update(predictor.serving(spec, est, slo, variant=catalog.variants().get((spec.id, q))))
     if as_json:
         emit_json(est)
         return
     print_estimate(est)
+
+
+def _does_not_fit(predictor, spec, config, variant, need: float, hw) -> str:
+    """The note for a configuration above the GPU's memory: by how much, and on llama.cpp with a discrete GPU the
+    largest partial offload that fits (what a user would try next)."""
+    note = (f"does not fit: this configuration needs {fmt_bytes(need)} of GPU memory, the {hw.name} profile has "
+            f"{fmt_bytes(hw.memory_bytes)}")
+    if config.engine != "llama.cpp" or hw.backend not in ("cuda", "rocm"):
+        return note + " (partial offload is modelled for llama.cpp on a discrete GPU)"
+    part = predictor.offload_fit(spec, config, hw.memory_bytes, variant)
+    if part is None:
+        return note + "; not even the output layer fits with llama.cpp partial offload"
+    return (note + f"; llama.cpp partial offload fits at --gpu-layers {part.gpu_layers} of {spec.num_layers + 1} "
+            f"({fmt_bytes(part.total_vram_bytes)} on the GPU, the rest in host RAM: TPOT {fmt_ms(part.tpot_ms)}, "
+            f"TTFT {fmt_ms(part.ttft_ms)}, estimated)")
 
 
 def _plan(engine: str, spec, machine, mode: Optional[str], tensor_split: Optional[str],

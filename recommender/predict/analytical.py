@@ -636,17 +636,23 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
     # bytes read per decode step: every GPU-resident weight once (routed experts: only those the batch
     # touches), plus the KV cache of every sequence at its mean length during generation.
+    host_weights_read = host_layer_bytes
     if spec.is_moe and expert_b:
         e, k = spec.num_experts, spec.num_experts_per_tok
         touched = e * (1 - (1 - k / e) ** batch)  # expected distinct experts per layer for `batch` tokens
-        step_weights = gpu_weights - expert_b + expert_b * touched / e
+        # the experts live with their blocks: gpu_frac of them on the GPU, the rest (partial offload) in host RAM;
+        # on either side a step reads only the experts its tokens touch
+        gpu_expert = expert_b * gpu_frac
+        step_weights = gpu_weights - gpu_expert + gpu_expert * touched / e
+        host_expert = expert_b - gpu_expert
+        host_weights_read = host_layer_bytes - host_expert + host_expert * touched / e
         basis["moe"] = f"expected distinct experts per step = E(1-(1-k/E)^batch) = {touched:.2f} of {e}"
     else:
         step_weights = gpu_weights
     mean_ctx = min(prompt_tokens + output_tokens / 2, context_tokens)
     kv_read = kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0
     step_bytes = int(step_weights + kv_read * gpu_frac)
-    host_step = int(host_layer_bytes + kv_read * (1 - gpu_frac))
+    host_step = int(host_weights_read + kv_read * (1 - gpu_frac))
     pre_mm, pre_attn = prefill_flops_parts(spec, prompt_tokens, batch)
     pre_flops = pre_mm + pre_attn
     host_dec_ms = host_pre_ms = 0.0

@@ -20,8 +20,9 @@ MIB = 1024**2
 # batched llama.cpp decode on CUDA; vLLM's decode efficiency, fixed GEMM time, prefill MFU and per-layer prefill
 # overhead fitted on aiconfigurator's measured GEMMs; every GGUF type sized by llama.cpp's rules, MLA in the split
 # attn_k_b / attn_v_b layout, gpt-oss experts kept in MXFP4 (the catalog merge, issue 16); llama.cpp kernel speed per
-# GGUF type on the H200 (QUANT_KERNEL_SPEEDS)
-ESTIMATE_FORMULA_VERSION = "estimate-v3"
+# GGUF type on the H200 (QUANT_KERNEL_SPEEDS); v4: MoE partial offload reads only the touched experts on the GPU and
+# on the host (v3 subtracted every expert from the GPU's bytes: negative decode bytes with most blocks on the host)
+ESTIMATE_FORMULA_VERSION = "estimate-v4"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ benches and the probe's bandwidth share.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
@@ -250,6 +251,22 @@ class Predictor:
                            prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype,
                            variant=variant, gpu_layers=c.gpu_layers, mem=mem)
         return self.refine(est, spec, record=record, extra=extra)
+
+    def offload_fit(self, spec: ModelSpec, c: Config, budget_bytes: float,
+                    variant: Optional[Variant] = None) -> Optional[Prediction]:
+        """llama.cpp partial offload of a configuration too big for the GPU: the prediction with the most layers on
+        the GPU (n_gpu_layers 1 .. num_layers; docs/estimates.md section 6.7) whose memory fits ``budget_bytes``, None
+        when not even the output layer does. Memory grows with n_gpu_layers (each block brings its weights and its
+        share of the KV cache), so a bisection finds it."""
+        lo, hi, best = 1, max(spec.num_layers, 1), None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            p = self.predict(spec, dataclasses.replace(c, gpu_layers=mid, split=None), variant=variant)
+            if p.total_vram_bytes is not None and p.total_vram_bytes <= budget_bytes:
+                best, lo = p, mid + 1
+            else:
+                hi = mid - 1
+        return best
 
     def screen_memory(self, spec: ModelSpec, c: Config, variant: Optional[Variant] = None) -> Optional[Memory]:
         """The memory terms of a configuration, computed without its latency, when their total is the GPU memory
