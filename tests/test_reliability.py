@@ -399,6 +399,44 @@ def test_eight_writers_and_a_reader_on_one_overlay_every_row_lands(tmp_path, use
     assert {f"test/w{i}" for i in range(8)} <= ids
 
 
+def test_a_new_overlay_appears_whole_and_a_second_creator_keeps_the_first(tmp_path, monkeypatch):
+    """The overlay file is made under a temporary name and linked into place complete, schema included: a writer
+    that starts while another is creating it never opens a half-made file (bench/hostile.py --scale 9 saw one of 144
+    concurrent `catalog add` runs call the new overlay damaged and lose its row). When another process linked its
+    file first, that one is kept."""
+    import duckdb
+
+    from recommender.catalog import store
+    from recommender.catalog.migrations import LATEST_VERSION
+    from recommender.catalog.store import UserCatalog
+
+    seen = []
+    real_link = os.link
+
+    def link(src, dst):
+        con = duckdb.connect(str(src), read_only=True)  # what appears at dst is already a whole catalog
+        seen.append(con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0])
+        con.close()
+        assert not Path(dst).exists()
+        real_link(src, dst)
+
+    monkeypatch.setattr(store.os, "link", link)
+    path = tmp_path / "user.duckdb"
+    UserCatalog(path).close()
+    assert seen == [LATEST_VERSION] and [p.name for p in tmp_path.iterdir()] == ["user.duckdb"]
+
+    first = tmp_path / "other.duckdb"
+    UserCatalog(first).close()
+    with UserCatalog(first) as w:  # the file another process linked, with something in it
+        w.put_meta({"marker": "first"})
+    monkeypatch.setattr(store.os, "link", lambda src, dst: (_ for _ in ()).throw(FileExistsError(dst)))
+    store._create_whole(first)  # lost the race: the existing file stays as it was
+    con = duckdb.connect(str(first), read_only=True)
+    assert con.execute("SELECT value FROM catalog_meta WHERE key = 'marker'").fetchone()[0] == "first"
+    con.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.duckdb", "user.duckdb"]
+
+
 def test_a_writer_that_cannot_get_the_lock_says_busy_and_how_long(tmp_path, user_catalog):
     from recommender.catalog.store import UserCatalog
 

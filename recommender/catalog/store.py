@@ -582,6 +582,8 @@ class CatalogWriter:
                             hint="check the path and its permissions, or set RECOMMENDER_USER_CATALOG") from None
         _release_readers(self.path)  # this process's own read-only handle would refuse the writable one
         try:
+            if not self.path.exists():
+                _create_whole(self.path)
             self.con = _connect(self.path, read_only=False)
         except UserError:
             raise
@@ -681,6 +683,34 @@ class CatalogWriter:
         with self.transaction():
             for k, v in items.items():
                 self.con.execute("INSERT OR REPLACE INTO catalog_meta VALUES (?, ?)", [k, v])
+
+
+def _create_whole(path: Path) -> None:
+    """A new catalog file appears whole, its schema in place: made under a temporary name beside it, then linked to
+    ``path`` only if no other process got there first (os.link refuses an existing name; that process's file is used).
+    A second writer starting while the first was still creating the file read it half-made and called it damaged:
+    1 of 144 concurrent `catalog add` runs on a new overlay (bench/hostile.py --scale 9)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.new")
+    try:
+        con = _duckdb().connect(str(tmp), config={"autoinstall_known_extensions": False,
+                                                  "autoload_known_extensions": False})
+        try:
+            migrate(con)
+        finally:
+            con.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: the rename can only lose to a writer as quick as this
+            if not path.exists():
+                os.replace(tmp, path)
+    finally:
+        for p in (tmp, tmp.with_name(tmp.name + ".wal")):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
 
 
 def check_writable_path(path: Path) -> None:
