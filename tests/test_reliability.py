@@ -11,6 +11,7 @@ import math
 import os
 import signal
 import struct
+import shutil
 import subprocess
 import sys
 import time
@@ -655,3 +656,24 @@ def test_workers_start_isolated(tmp_path):
     p = subprocess.run(argv[:-1] + ["json.tool"], input="{}", capture_output=True, text=True, cwd=str(tmp_path),
                        env=env, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "{}"
+
+
+def test_build_from_a_sources_folder_without_quality_tables(cli, tmp_path):
+    """A sources folder of one's own need not hold sources/quality/ (nor published scores): `catalog build --sources`
+    builds the models and their variants (it was an internal error: DuckDB refuses an empty executemany)."""
+    from recommender.core.paths import SOURCES_DIR
+
+    src = tmp_path / "sources"
+    (src / "configs").mkdir(parents=True)
+    with (SOURCES_DIR / "configs" / "sources.csv").open(encoding="utf-8") as f:
+        header, *rows = f.read().splitlines()
+    keep = [r for r in rows if r.startswith("Qwen/Qwen2.5-7B,")]
+    (src / "configs" / "sources.csv").write_text("\n".join([header, *keep]) + "\n", encoding="utf-8")
+    shutil.copy(SOURCES_DIR / "configs" / "Qwen__Qwen2.5-7B.json", src / "configs")
+    (src / "published_scores.csv").write_text(
+        (SOURCES_DIR / "published_scores.csv").read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    out = tmp_path / "c.duckdb"
+    r = cli("catalog", "build", "--sources", str(src), "--out", str(out))
+    assert r.code == 0, r.err
+    listed = cli("--catalog", str(out), "catalog", "list", "--json").json()
+    assert [m["id"] for m in listed] == ["Qwen/Qwen2.5-7B"] and "Q4_K_M" in listed[0]["quants"]

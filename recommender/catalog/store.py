@@ -653,7 +653,7 @@ class CatalogWriter:
 
     def put_scores(self, rows: list[tuple]) -> None:
         with self.transaction():
-            self.con.executemany("INSERT INTO published_scores VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            _insert_many(self.con, "INSERT INTO published_scores VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def put_measurements(self, rows: list[Measurement]) -> None:
         with self.transaction():
@@ -676,13 +676,20 @@ class CatalogWriter:
     def put_quality(self, model_rows: list[tuple], quant_rows: list[tuple]) -> None:
         """The comparable accuracy and quantization-cost tables (catalog build): all or nothing."""
         with self.transaction():
-            self.con.executemany("INSERT INTO model_quality VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", model_rows)
-            self.con.executemany("INSERT INTO quant_quality VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", quant_rows)
+            _insert_many(self.con, "INSERT INTO model_quality VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", model_rows)
+            _insert_many(self.con, "INSERT INTO quant_quality VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", quant_rows)
 
     def put_meta(self, items: dict[str, str]) -> None:
         with self.transaction():
             for k, v in items.items():
                 self.con.execute("INSERT OR REPLACE INTO catalog_meta VALUES (?, ?)", [k, v])
+
+
+def _insert_many(con, sql: str, rows: list) -> None:
+    """executemany, which DuckDB refuses for an empty list (a sources folder without sources/quality/ made
+    `catalog build --sources DIR` an internal error)."""
+    if rows:
+        con.executemany(sql, rows)
 
 
 def _create_whole(path: Path) -> None:
