@@ -232,3 +232,13 @@ def test_estimate_gpu_layers_cli(cli):
     assert part["gpu_layers"] == 14 and "13 of 28 blocks" in part["basis"]["offload"]
     assert part["figures"]["total_vram_bytes"]["value"] < full["figures"]["total_vram_bytes"]["value"] and part["figures"]["tpot_ms"]["value"] > full["figures"]["tpot_ms"]["value"]
     assert_user_error(cli("estimate", "qwen2.5-7b", "--quant", "AWQ-4bit", "--engine", "vllm", "--gpu-layers", "4"))
+
+
+def test_the_reported_sampler_is_the_one_that_runs():
+    """The JSON `sampler` record says what TPE does: Optuna 5 made multivariate TPE the default for one objective,
+    and the code used to leave it to the default while reporting univariate."""
+    from recommender.search.tune import make_sampler, sampler_settings
+
+    sampler, said = make_sampler(False, 0, 10), sampler_settings(False, 10)
+    assert sampler._multivariate is said["multivariate"] is True
+    assert sampler._n_startup_trials == said["n_startup_trials"] == 10
