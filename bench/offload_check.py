@@ -13,7 +13,6 @@ assumption (HOST_MEMORY_BANDWIDTH: a dual-channel DDR5 desktop), not this server
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 import sys
@@ -25,33 +24,20 @@ sys.path.insert(0, str(ROOT))
 from recommender.catalog.build import load_models  # noqa: E402
 from recommender.core.paths import SOURCES_DIR  # noqa: E402
 from recommender.hardware.profiles import find_profile, load_profiles  # noqa: E402
-from recommender.predict.analytical import estimate  # noqa: E402
-
-ROWS = ROOT / "sources" / "measurements" / "h200-partial-offload.csv"
-
+from recommender.predict.reference import partial_offload_points  # noqa: E402
 
 def rows() -> list[dict]:
     """One dict per (model, n_gpu_layers, test): measured ms (per token for tg, per prompt for pp), predicted ms."""
     specs = {m.id: m for m in load_models(SOURCES_DIR)}
-    hw = find_profile("H200 SXM", load_profiles())
     out = []
-    with ROWS.open(newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            spec = specs[r["model_id"]]
-            ngl = int(r["n_gpu_layers"])
-            g = ngl if ngl <= spec.num_layers else None  # 29 / 49: every layer on the GPU
-            decode = r["test"].startswith("tg")
-            n = int(r["test"][2:])
-            est = estimate(spec, r["quant"], "llama.cpp", hw, context_tokens=4096, prompt_tokens=1 if decode else n,
-                           output_tokens=n if decode else 1, gpu_layers=g)
-            ts = float(r["tokens_per_s"])
-            measured = 1e3 / ts if decode else n / ts * 1e3
-            predicted = est.tpot_ms if decode else est.ttft_ms
-            out.append({"model": r["model_id"], "moe": spec.is_moe, "n_gpu_layers": ngl,
-                        "blocks_on_host": 0 if g is None else spec.num_layers - (g - 1), "test": r["test"],
-                        "measured_ms": round(measured, 2), "predicted_ms": round(predicted, 2),
-                        "error": round(predicted / measured - 1, 4), "host_bytes_per_step": est.host_bytes_per_step,
-                        "host_weights_bytes": est.host_weights_bytes})
+    for p in partial_offload_points(specs, find_profile("H200 SXM", load_profiles())):
+        spec = specs[p.row["model_id"]]
+        out.append({"model": spec.id, "moe": spec.is_moe, "n_gpu_layers": int(p.row["n_gpu_layers"]),
+                    "blocks_on_host": p.blocks_on_host, "test": p.row["test"],
+                    "measured_ms": round(p.measured_ms, 2), "predicted_ms": round(p.predicted_ms, 2),
+                    "error": round(p.predicted_ms / p.measured_ms - 1, 4),
+                    "host_bytes_per_step": p.estimate.host_bytes_per_step,
+                    "host_weights_bytes": p.estimate.host_weights_bytes})
     return out
 
 

@@ -361,23 +361,16 @@ def test_partial_offload_decode_against_the_h200_rows(profiles):
     experts its token touches, in host RAM as on the GPU (estimate-v3 read every host expert: 8x too slow at 36 host
     blocks, and its GPU bytes went negative). Prefill within 15 % (dense, and the MoE with every layer on the GPU); the
     MoE's prefill with host blocks is over-predicted 2-4x (docs/estimates.md 6.7) and is not held here."""
-    import csv
-
     from recommender.catalog.build import load_models
+    from recommender.predict.reference import partial_offload_points
 
     specs = {m.id: m for m in load_models(SOURCES_DIR)}
-    hw = find_profile("H200 SXM", profiles)
-    with (SOURCES_DIR / "measurements" / "h200-partial-offload.csv").open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    assert len(rows) == 16
-    for r in rows:
-        spec, ngl, n = specs[r["model_id"]], int(r["n_gpu_layers"]), int(r["test"][2:])
-        g = ngl if ngl <= spec.num_layers else None
-        decode = r["test"].startswith("tg")
-        e = estimate(spec, r["quant"], "llama.cpp", hw, context_tokens=4096, prompt_tokens=1 if decode else n,
-                     output_tokens=n if decode else 1, gpu_layers=g)
-        ts = float(r["tokens_per_s"])
-        if decode:
-            assert e.decode_bytes_per_step > 0 and e.tpot_ms == pytest.approx(1e3 / ts, rel=0.30), (r["model_id"], ngl)
-        elif not spec.is_moe or g is None:
-            assert e.ttft_ms == pytest.approx(n / ts * 1e3, rel=0.15), (r["model_id"], ngl)
+    points = partial_offload_points(specs, find_profile("H200 SXM", profiles))
+    assert len(points) == 16
+    for p in points:
+        e, ngl = p.estimate, int(p.row["n_gpu_layers"])
+        if p.decode:
+            assert e.decode_bytes_per_step > 0 and e.tpot_ms == pytest.approx(p.measured_ms, rel=0.30), \
+                (p.row["model_id"], ngl)
+        elif not specs[p.row["model_id"]].is_moe or not p.blocks_on_host:
+            assert e.ttft_ms == pytest.approx(p.measured_ms, rel=0.15), (p.row["model_id"], ngl)

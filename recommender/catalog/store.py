@@ -102,11 +102,13 @@ def check_regular_file(path: Path, what: str) -> None:
         raise UserError(f"{what} {path} is {kind}", hint="give the path of a .duckdb catalog file")
 
 
+# no extension is installed or loaded behind the user's back (an `md:` or `s3://` path would fetch one)
+NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+
 def _connect(path: Path, read_only: bool):
     duckdb = _duckdb()
-    # no extension is installed or loaded behind the user's back (an `md:` or `s3://` path would fetch one)
-    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-    return with_lock_retry(path, lambda: duckdb.connect(str(path), read_only=read_only, config=config))
+    return with_lock_retry(path, lambda: duckdb.connect(str(path), read_only=read_only, config=NO_EXTENSIONS))
 
 
 def damaged(path: Path, e: Exception, overlay: bool) -> UserError:
@@ -699,8 +701,7 @@ def _create_whole(path: Path) -> None:
     1 of 144 concurrent `catalog add` runs on a new overlay (bench/hostile.py --scale 9)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.new")
     try:
-        con = _duckdb().connect(str(tmp), config={"autoinstall_known_extensions": False,
-                                                  "autoload_known_extensions": False})
+        con = _duckdb().connect(str(tmp), config=NO_EXTENSIONS)
         try:
             migrate(con)
         finally:

@@ -19,7 +19,7 @@ from recommender.core.paths import SOURCES_DIR
 from recommender.core.records import HardwareProfile, ModelSpec
 from recommender.model.arch import spec_from_config
 from recommender.hardware.profiles import find_profile, profile_candidates
-from recommender.predict.analytical import estimate, prefill_peak
+from recommender.predict.analytical import Estimate, estimate, prefill_peak
 from recommender.predict.predictor import Config, Predictor
 
 REFERENCE_DIR = SOURCES_DIR / "published_perf"
@@ -296,4 +296,40 @@ def leave_one_gpu_out(points: list[Point], family_of, gpus=None) -> list[tuple[P
                 got = predict_point(p, table, family_of(g))
                 if got:
                     out.append((p, got[0], got[1]))
+    return out
+
+
+PARTIAL_OFFLOAD_ROWS = SOURCES_DIR / "measurements" / "h200-partial-offload.csv"
+
+
+@dataclass(frozen=True)
+class OffloadPoint:
+    """One llama-bench row of sources/measurements/h200-partial-offload.csv and the estimate of its configuration:
+    tg (decode) rows against TPOT for a 1-token prompt, pp (prefill) rows against TTFT of that prompt."""
+    row: dict
+    decode: bool
+    blocks_on_host: int
+    measured_ms: float  # ms per token (tg), per prompt (pp)
+    estimate: Estimate
+
+    @property
+    def predicted_ms(self) -> Optional[float]:
+        return self.estimate.tpot_ms if self.decode else self.estimate.ttft_ms
+
+
+def partial_offload_points(specs: dict[str, ModelSpec], hw: HardwareProfile,
+                           path: Path = PARTIAL_OFFLOAD_ROWS) -> list[OffloadPoint]:
+    """The H200 partial-offload rows (llama-bench -ngl N) with their estimates: n_gpu_layers above the model's block
+    count means every layer on the GPU (gpu_layers None)."""
+    out = []
+    with path.open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            spec, ngl, n = specs[r["model_id"]], int(r["n_gpu_layers"]), int(r["test"][2:])
+            g = ngl if ngl <= spec.num_layers else None
+            decode = r["test"].startswith("tg")
+            est = estimate(spec, r["quant"], "llama.cpp", hw, context_tokens=4096, prompt_tokens=1 if decode else n,
+                           output_tokens=n if decode else 1, gpu_layers=g)
+            ts = float(r["tokens_per_s"])
+            out.append(OffloadPoint(r, decode, 0 if g is None else spec.num_layers - (g - 1),
+                                    1e3 / ts if decode else n / ts * 1e3, est))
     return out

@@ -203,14 +203,14 @@ def build_space(catalog, q: Query, kv_dtypes: Optional[list[str]] = None, offloa
     if not quants:
         raise UserError("no quantization runs on the engines asked for",
                         hint="drop --engine / --quant, or pair them (e.g. Q4_K_M runs on llama.cpp)")
-    missing = [(m, qn) for m in wanted for qn in quants if (m, qn) not in variants]
-    if missing and named and q.quants:
-        raise UserError(f"{missing[0][0]} has no {missing[0][1]} variant in the catalog",
-                        hint="restrict --quant to the variants the model has (`recommender catalog show MODEL`)")
     model_quants = {m: qs for m in wanted if (qs := [qn for qn in quants if (m, qn) in variants]) != quants}
-    if not all(model_quants.get(m, True) for m in wanted):
-        empty = next(m for m in wanted if not model_quants.get(m, True))
-        raise UserError(f"{empty} has none of the quantizations asked for in the catalog",
+    if model_quants and named and q.quants:  # the first named model lacking a named quant, in the order asked
+        m, qs = next(iter(model_quants.items()))
+        raise UserError(f"{m} has no {next(qn for qn in quants if qn not in qs)} variant in the catalog",
+                        hint="restrict --quant to the variants the model has (`recommender catalog show MODEL`)")
+    empty = [m for m, qs in model_quants.items() if not qs]
+    if empty:
+        raise UserError(f"{empty[0]} has none of the quantizations asked for in the catalog",
                         hint="drop --quant / --engine, or see its variants: `recommender catalog show MODEL`")
     kv: dict[str, list[str]] = {}
     for e in {e for es in engines.values() for e in es}:
