@@ -8,6 +8,11 @@ The peer users compare us with, llmfit (`pip install llmfit`, the `bench` extra)
 `fit -n 10 --json` (its top 10 for this machine over its 15,855 entries), in alternation with `recommend`;
 target (issue 16): recommend / llmfit median ratio <= 0.7.
 
+Every command runs with byte-code caching on (PYTHONDONTWRITEBYTECODE is dropped from its environment), so the warm
+run writes the .pyc files a user's install has (pip compiles them at install time) and the timed runs read them.
+With it set - as it is in this workplace's shell - each run compiled the project's ~100 modules from source again,
+about 0.2 s of every `recommend` and more for a tree that imports more of them at start (docs/benchmarks.md).
+
     .venv/bin/python bench/cold_start.py [--runs 10] [--baseline CHECKOUT]
 """
 
@@ -15,20 +20,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a timed command: this one's, byte-code caching on (module docstring), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return env | extra
 
 
 def timed(cmd: list[str], runs: int) -> list[float]:
     out = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(cmd, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         out.append(time.perf_counter() - t0)
     return out
 
@@ -46,14 +59,11 @@ ENTRY = ("import sys, importlib.util as u\n"
 
 def paired(baseline: Path, runs: int) -> dict:
     """This checkout and `baseline` in turn (A B A B ...), as whole processes, each with its own read cache."""
-    import os  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
-
     here = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
         def cmd_env(tree: Path, name: str):
-            env = {**os.environ, "PYTHONPATH": str(tree), "RECOMMENDER_CACHE": str(Path(tmp) / name),
-                   "RECOMMENDER_USER_CATALOG": str(Path(tmp) / name / "none.duckdb")}
+            env = child_env(PYTHONPATH=str(tree), RECOMMENDER_CACHE=str(Path(tmp) / name),
+                            RECOMMENDER_USER_CATALOG=str(Path(tmp) / name / "none.duckdb"))
             env.pop("RECOMMENDER_CATALOG", None)
             return [sys.executable, "-c", ENTRY, *ARGS], env, str(tree)
 
@@ -85,11 +95,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--baseline", type=Path, help="another checkout to time against, in the same run")
     args = ap.parse_args()
-    import os  # noqa: PLC0415
-
     here = Path(__file__).resolve().parents[1]
     # this checkout's code (an editable install may point at another checkout, so not the `recommend` script)
-    env = {**os.environ, "PYTHONPATH": str(here)}
+    env = child_env(PYTHONPATH=str(here))
     cmd = [sys.executable, "-c", ENTRY, *ARGS]
     peer = shutil.which("llmfit") or str(Path(sys.executable).parent / "llmfit")
     peer_cmd = [peer, "fit", "-n", "10", "--json"] if Path(peer).exists() else None
@@ -101,12 +109,12 @@ def main() -> None:
 
     run(cmd, env)  # warm the OS file cache, .pyc files and the read cache
     if peer_cmd:
-        run(peer_cmd)
+        run(peer_cmd, child_env())
     rec, peer_t = [], []
     for _ in range(args.runs):  # alternating, so machine load affects both alike
         rec.append(run(cmd, env))
         if peer_cmd:
-            peer_t.append(run(peer_cmd))
+            peer_t.append(run(peer_cmd, child_env()))
     bare = timed([sys.executable, "-c", "pass"], args.runs)
     res = {}
     if args.baseline:
