@@ -36,7 +36,7 @@ from recommender.catalog.build import load_measurements, load_models
 from recommender.core.paths import SOURCES_DIR
 from recommender.hardware.profiles import load_profiles, match_profile
 from recommender.predict import constants as C
-from recommender.predict.analytical import estimate, prefill_peak, speed_family
+from recommender.predict.analytical import clear_memos, estimate, prefill_peak, speed_family
 from recommender.predict.reference import Point, board_points, fit_families, leave_one_gpu_out
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -350,6 +350,7 @@ def main(argv=None) -> int:
         C.FAMILY_SPEEDS.clear()
         C.FAMILY_SPEEDS.update({k: C.FamilySpeed(**{f: tuple(v) if isinstance(v, list) else v for f, v in row.items()})
                                 for k, row in table.items()})
+        clear_memos()  # the per-GPU terms memoized from the old fits
 
     fitted: dict = {}  # the fitted scalar terms (family_speeds.FITTED_TERMS; named in constants.py)
     a_ms, c, n = kv_quant_fit(profiles)

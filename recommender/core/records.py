@@ -60,15 +60,18 @@ class Strict(BaseModel):
         if len(d) != len(template):  # names that are no field: left out, as model_construct does
             for name in values.keys() - template.keys():
                 del d[name]
+            fields_set = values.keys() & d.keys()
+        else:
+            fields_set = set(values)
         for name, factory, default in fresh:  # mutable defaults: a fresh copy, factories called
             if name not in values:
                 d[name] = factory() if factory is not None else copy.deepcopy(default)
-        for name in required:  # a required field not given stays absent
-            if name not in values:
+        if not values.keys() >= required:  # a required field not given stays absent
+            for name in required - values.keys():
                 del d[name]
         m = cls.__new__(cls)
         object.__setattr__(m, "__dict__", d)
-        object.__setattr__(m, "__pydantic_fields_set__", values.keys() & d.keys())
+        object.__setattr__(m, "__pydantic_fields_set__", fields_set)
         object.__setattr__(m, "__pydantic_extra__", None)
         object.__setattr__(m, "__pydantic_private__", None)
         return m
@@ -81,7 +84,7 @@ _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
 def _trusted_plan(cls) -> tuple:
     """(template, fresh, required) of ``cls`` for Strict.trusted: a dict of every field in declaration order holding
     its default where that is immutable; (name, default factory, default) of the fields whose default must be made
-    anew for each record; the names of the required fields."""
+    anew for each record; the set of the required fields' names."""
     if cls.__pydantic_post_init__ or cls.__private_attributes__:
         raise TypeError(f"{cls.__name__} has a post-init or private attributes: use model_construct")
     template, fresh, required = {}, [], []
@@ -95,7 +98,7 @@ def _trusted_plan(cls) -> tuple:
             fresh.append((name, f.default_factory, f.default))
         else:
             template[name] = f.default
-    _TRUSTED_PLANS[cls] = plan = (template, tuple(fresh), tuple(required))
+    _TRUSTED_PLANS[cls] = plan = (template, tuple(fresh), frozenset(required))
     return plan
 
 

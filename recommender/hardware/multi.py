@@ -237,6 +237,7 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
     its first device and ``--vram`` overrides every card's memory."""
     notes: list[str] = []
     machine: Optional[MultiGpu] = None
+    host = None  # this machine, once probed (planning_hardware needs it again when it has one GPU or none)
     if gpu and (_counted(gpu) or (gpus or 1) > 1):
         devices = parse_gpu_list(gpu, gpus)
         if len(devices) > 1:
@@ -257,7 +258,7 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
         if link:
             raise UserError("--link describes the link between several GPUs",
                             hint='name several cards: --gpu "2x RTX 3090" (or --gpu NAME --gpus 2)')
-        prof, more = planning_hardware(gpu)
+        prof, more = planning_hardware(gpu, host=host)
         notes += more
     if vram is not None:  # --vram last, on the card or on every card of the machine
         mem = parse_memory(vram) if isinstance(vram, str) else vram

@@ -13,7 +13,8 @@ Predictor's (recommender.predict.predictor): this module only computes the analy
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+import functools
+from typing import Callable, NamedTuple, Optional, TypeVar
 
 from pydantic import Field
 
@@ -62,6 +63,42 @@ class Estimate(RunShape):
     notes: list[str] = Field(default_factory=list)
     # ms: the GPU family's spread (constants.FamilySpeed intervals) around ttft_ms / tpot_ms, where the family has one
     intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
+
+
+_F = TypeVar("_F", bound=Callable)
+_MEMOS: list[dict] = []
+MEMO_MAX_ENTRIES = 65_536  # per memo: a long process (tune, the test suite) starts it again past this
+
+
+def per_record(fn: _F) -> _F:
+    """A memo of a pure function of a record (its first argument: a ModelSpec or HardwareProfile) and other hashable
+    positional arguments. recommend asks the same per-model and per-GPU terms for each of ~10,000 configurations.
+    The record is keyed by identity and held by the memo (so its id is not reused while it is in it): records are
+    values, never changed once built. Calls with keyword arguments are computed as usual. clear_memos() empties
+    every memo (bench/gpu_loo.py after it replaces the family fits these terms read)."""
+    memo: dict[tuple, tuple] = {}
+    _MEMOS.append(memo)
+
+    @functools.wraps(fn)
+    def memoized(record, *args, **kwargs):
+        if kwargs:
+            return fn(record, *args, **kwargs)
+        key = (id(record), *args)
+        hit = memo.get(key)
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        if len(memo) >= MEMO_MAX_ENTRIES:
+            memo.clear()
+        value = fn(record, *args)
+        memo[key] = (record, value)
+        return value
+
+    return memoized  # type: ignore[return-value]
+
+
+def clear_memos() -> None:
+    for memo in _MEMOS:
+        memo.clear()
 
 
 def _family(quant: str) -> str:
@@ -125,6 +162,7 @@ def kv_elements_per_token_per_layer(spec: ModelSpec, engine: str) -> int:
     return 2 * spec.num_kv_heads * spec.head_dim
 
 
+@per_record
 def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
     per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
     return int(round(per_layer * attention_layers(spec)))
@@ -135,6 +173,7 @@ def _round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
+@per_record
 def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str = "llama.cpp",
                    kv_dtype: str = "f16") -> int:
     """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
@@ -200,6 +239,7 @@ def _heads_dim(spec: ModelSpec) -> int:
                                        else spec.head_dim)
 
 
+@per_record
 def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tuple[float, float]:
     """(matmul, attention) FLOPs of a prefill of ``prompt_tokens`` x ``batch``.
 
@@ -222,6 +262,7 @@ def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
     return sum(prefill_flops_parts(spec, prompt_tokens, batch))
 
 
+@per_record
 def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
     """One decode step: 2 x active params plus attention over the cached context (the window on SWA layers)."""
     embd = spec.vocab_size * spec.hidden_size
@@ -313,6 +354,7 @@ def prefill_peak(hw: HardwareProfile) -> tuple[Optional[float], str, str]:
     return None, "", ""
 
 
+@per_record
 def llama_cpp_latency_terms(hw: HardwareProfile, family: str) -> Optional[dict]:
     """llama.cpp's decode efficiency, per-token overhead, prefill MFU and peak on ``hw`` from its GPU family, with the
     family's intervals; None when no family of the profile has a fit (the single constants are used then). The

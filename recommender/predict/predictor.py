@@ -342,7 +342,8 @@ class Predictor:
             fields.update(split=split.plan, link=split.link, devices=split.devices)
         # trusted (model_construct without its per-field overhead): every field comes from validated records (no
         # second validation pass over ~10,000 candidates: recommend's cold start matters)
-        return record.trusted(**{k: getattr(est, k) for k in RunShape.model_fields}, figures=figs,
+        shape = est.__dict__
+        return record.trusted(**{k: shape[k] for k in RunShape.model_fields}, figures=figs,
                               analysis=est, basis=basis, notes=est.notes, **fields)
 
 
