@@ -128,8 +128,12 @@ def print_recommendation(rec, explain: bool) -> None:
             ttft, *speed, acc, qcost, f"{c.score:.3f}")
     stdout_console().print(table)
     n = rec.counts
-    info(f"{n['feasible']} of {n['candidates']} candidates ({n['models']} models) fit the limits; "
-         f"showing the best {'configuration' if q.per_model == 1 else 'configurations'} per model.")
+    shown = f"showing the best {'configuration' if q.per_model == 1 else 'configurations'} per model."
+    if n["predicted"] == n["candidates"]:
+        info(f"{n['feasible']} of {n['candidates']} candidates ({n['models']} models) fit the limits; {shown}")
+    else:
+        info(f"{n['candidates']} candidates ({n['models']} models); the {n['predicted']} that could be shown were "
+             f"predicted, {n['feasible']} of them fit the limits; {shown}")
     if explain or not rec.candidates:
         for c in rec.excluded:
             info(f"excluded {c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "

@@ -18,8 +18,9 @@ from recommender.core.limits import check_spec
 from recommender.core.errors import UserError
 
 # Version of the `--json` layout (docs/json.md): every JSON answer carries it as "schema_version". Bumped when a field
-# changes meaning, moves or goes; adding a field does not bump it.
-JSON_SCHEMA_VERSION = 1
+# changes meaning, moves or goes; adding a field does not bump it. v2: recommend's counts.feasible / excluded count the
+# predicted configurations (counts.predicted; the best-first search of recommender.rank.recommend)
+JSON_SCHEMA_VERSION = 2
 
 Provenance = Literal["measured", "calibrated", "published", "estimated", "unknown"]
 # base: a pretrained checkpoint (no chat tuning); instruct: chat/instruction tuned; hybrid: instruct with an optional

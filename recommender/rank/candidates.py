@@ -3,7 +3,7 @@ quality figures and the hard limits it breaks."""
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+from typing import Callable, NamedTuple, Optional, Union
 
 from pydantic import Field
 
@@ -116,15 +116,7 @@ class CandidateBuilder:
         back as an OverBudget, its latency not computed until it has to be shown."""
         q, hw, wl = self.q, self.q.hardware, self.q.workload
         spec: ModelSpec = self.models[mid]
-        quality = self._quality.get((mid, quant))
-        if quality is None:  # per (model, quant): its quality figures (engines x contexts x batches reuse them)
-            acc, measured = self.tasks.accuracy(mid, quant, self.groups)
-            quality = self._quality[(mid, quant)] = {
-                "zh_accuracy": self.quality.zh(mid, quant), "en_accuracy": self.quality.en(mid, quant),
-                "ppl_ratio": self.quality.ppl_ratio(quant, mid), "task_accuracy": acc,
-                "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
-                "en_comparable": self.tasks.group(mid, "en", quant)[0],
-                "quant_cost_points": quant_cost(self.quant_table, quant, spec.params_active, measured)}
+        quality = self.quality_figures(mid, quant)
         key = (engine, quant)
         if key not in self._support:  # per (engine, quant) on this hardware
             self._support[key] = engine_supported(engine, QUANTS[quant].family, quant, hw)
@@ -190,6 +182,21 @@ class CandidateBuilder:
                 c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
 
+    def quality_figures(self, mid: str, quant: str) -> dict[str, Figure]:
+        """The quality figures of a variant (model x quant), the same for each of its engines, contexts and batches:
+        computed once."""
+        quality = self._quality.get((mid, quant))
+        if quality is None:
+            spec = self.models[mid]
+            acc, measured = self.tasks.accuracy(mid, quant, self.groups)
+            quality = self._quality[(mid, quant)] = {
+                "zh_accuracy": self.quality.zh(mid, quant), "en_accuracy": self.quality.en(mid, quant),
+                "ppl_ratio": self.quality.ppl_ratio(quant, mid), "task_accuracy": acc,
+                "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
+                "en_comparable": self.tasks.group(mid, "en", quant)[0],
+                "quant_cost_points": quant_cost(self.quant_table, quant, spec.params_active, measured)}
+        return quality
+
     def serving(self, c: Prediction, slo: Optional[Slo] = None) -> dict[str, Figure]:
         """The candidate's figures under load (Predictor.serving), goodput at ``slo`` included."""
         return self.predictor.serving(self.models[c.model], c, slo, variant=self.variants[(c.model, c.quant)])
@@ -204,15 +211,23 @@ def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
         and spec.checkpoint is not None and spec.checkpoint not in CHAT_CHECKPOINTS
 
 
-def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None,
-                         screen: bool = False) -> list[Union[Candidate, OverBudget]]:
-    """Every candidate of a query, in a fixed order. ``screen``: memory first (CandidateBuilder.build); the list then
-    holds OverBudget records where the memory alone excludes a candidate (recommender.score.order.rank takes
-    both)."""
-    b = builder or CandidateBuilder(catalog, q)
-    wl = q.workload
+class CandidateKey(NamedTuple):
+    """One configuration of a query's grid (CandidateBuilder.build's arguments): ``split`` False is the first GPU
+    alone of a multi-GPU machine."""
+
+    model: str
+    quant: str
+    engine: str
+    context_tokens: int
+    batch: int
+    split: bool = True
+
+
+def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
+    """Every configuration of a query, in the fixed order of the enumeration."""
+    b, wl = builder, q.workload
     wanted = b.wanted
-    out: list[Candidate] = []
+    out: list[CandidateKey] = []
     for (mid, quant) in b.variants:
         if wanted and mid not in wanted:
             continue
@@ -228,7 +243,20 @@ def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[Can
                 continue
             for ctx in wl.contexts:
                 for batch in wl.batches:
-                    out.append(b.build(mid, quant, engine, ctx, batch, screen=screen))
+                    out.append(CandidateKey(mid, quant, engine, ctx, batch))
                     if q.machine is not None:  # and on the first GPU alone
-                        out.append(b.build(mid, quant, engine, ctx, batch, split=False, screen=screen))
+                        out.append(CandidateKey(mid, quant, engine, ctx, batch, False))
     return out
+
+
+def build_key(builder: CandidateBuilder, k: CandidateKey, screen: bool = False) -> Union[Candidate, OverBudget]:
+    return builder.build(k.model, k.quant, k.engine, k.context_tokens, k.batch, split=k.split, screen=screen)
+
+
+def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None,
+                         screen: bool = False) -> list[Union[Candidate, OverBudget]]:
+    """Every candidate of a query, in a fixed order. ``screen``: memory first (CandidateBuilder.build); the list then
+    holds OverBudget records where the memory alone excludes a candidate (recommender.score.order.rank takes
+    both)."""
+    b = builder or CandidateBuilder(catalog, q)
+    return [build_key(b, k, screen) for k in candidate_keys(q, b)]

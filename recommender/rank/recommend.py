@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import gc
-
+import math
 
 from pydantic import Field
 
 from recommender.core.records import CatalogReader, Strict
-from recommender.rank.candidates import Candidate, CandidateBuilder, enumerate_candidates, skips_base
+from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateKey, build_key, candidate_keys,
+                                         skips_base)
 from recommender.rank.query import Query
-from recommender.score.order import answer_notes, rank
+from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bound, rank, value_scale
+
+# The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
+FIRST_ROUND_VARIANTS = 64
+# A bound is compared with the shown scores, which are rounded to SCORE_DECIMALS (6): a margin of 1e-6 keeps the
+# comparison exact whatever the rounding did (score.order.SCORE_DECIMALS).
+BOUND_MARGIN = 1e-6
 
 
 class Recommendation(Strict):
@@ -38,10 +45,14 @@ def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
 
 def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
     builder = CandidateBuilder(catalog, q)
-    # memory first: a configuration above the budget is excluded before its latency is computed; rank builds it in
-    # full only where it could be shown (the strongest excluded). The answer is the full enumeration's.
-    cands = enumerate_candidates(catalog, q, builder, screen=True)
-    ranked, strongest, feasible = rank(cands, q)
+    keys = candidate_keys(q, builder)
+    if q.normalization == "value":  # every score is the candidate's own: the best first, until none can be shown
+        cands, (ranked, strongest, feasible) = best_first(keys, builder, q)
+    else:  # min-max, z-score: every row moves the scale, so every row is predicted
+        # memory first: a configuration above the budget is excluded before its latency is computed; rank builds it
+        # in full only where it could be shown (the strongest excluded)
+        cands = [build_key(builder, k, screen=True) for k in keys]
+        ranked, strongest, feasible = rank(cands, q)
     if not ranked:  # nothing fits: the notes read every exclusion's reasons (an unknown latency among them)
         cands = [c.full() if getattr(c, "deferred", False) else c for c in cands]
     notes = []
@@ -62,6 +73,43 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
             notes.append(f"the top pick's task accuracy is estimated ({top.value:.1f}{iv}): measure it with "
                          f"`recommender probe accuracy`")
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
-                          counts={"candidates": len(cands), "feasible": len(feasible),
-                                  "excluded": len(cands) - len(feasible), "models": len({c.model for c in cands})},
+                          counts={"candidates": len(keys), "predicted": len(cands), "feasible": len(feasible),
+                                  "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
                           notes=notes)
+
+
+def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) -> tuple[list, tuple[list, list, list]]:
+    """(predicted candidates in enumeration order, rank's (ranked, strongest excluded, feasible)) of a value-method
+    query, predicting only the variants (model x quant) that can be shown. A variant's quality alone bounds the
+    score of each of its configurations from below (score.order.quality_bound); variants are built in the order of
+    their bounds, in rounds, and each round ranks what is built so far. The search stops when the next bound is above
+    both the last ranked score (q.top rows) and the STRONGEST_EXCLUDED-th strongest excluded one: no configuration
+    left could enter either list, or tie with a row in it. The answer - ranked rows, strongest excluded, their scores
+    and figures - is the full enumeration's (tests/test_prepass.py); only the counts of feasible and excluded
+    configurations cover the predicted ones alone.
+
+    Each configuration keeps its place in the enumeration, so ties are broken as in the full list."""
+    scale = value_scale(q)
+    by_variant: dict[tuple[str, str], list[int]] = {}
+    for i, k in enumerate(keys):
+        by_variant.setdefault((k.model, k.quant), []).append(i)
+    order = sorted((quality_bound(builder.quality_figures(*v), q, scale), idx[0], v) for v, idx in by_variant.items())
+    built: dict[int, object] = {}
+    done, step = 0, FIRST_ROUND_VARIANTS
+    while True:
+        for _bound, _first, v in order[done:done + step]:
+            for i in by_variant[v]:
+                built[i] = build_key(builder, keys[i], screen=True)
+        done, step = min(done + step, len(order)), step * 2
+        idx = sorted(built)
+        cands = [built[i] for i in idx]
+        answer = rank(cands, q)
+        for i, c in zip(idx, cands):  # rank replaced the deferred records it had to build in full
+            built[i] = c
+        if done == len(order):
+            return cands, answer
+        ranked, strongest, _ = answer
+        last = ranked[-1].score if ranked and len(ranked) >= q.top else math.inf
+        kth = strongest[-1].score if len(strongest) >= STRONGEST_EXCLUDED else math.inf
+        if order[done][0] > max(last, kth) + BOUND_MARGIN:
+            return cands, answer

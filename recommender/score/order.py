@@ -142,6 +142,26 @@ def lower_bound_costs(c) -> dict[str, Optional[float]]:
     return out
 
 
+class _BestCase:
+    """A configuration at the best case of everything but its quality: no latency, no memory, unbounded goodput."""
+
+    latency_ms = ttft_ms = tpot_ms = 0.0
+    total_vram_bytes = 0
+    goodput_per_s = math.inf
+
+    def __init__(self, figures: dict) -> None:
+        self.figures = figures
+
+
+def quality_bound(figures: dict, q, scale: ValueScale) -> float:
+    """The value-method score of a variant's quality figures (recommender.rank.candidates.CandidateBuilder.
+    quality_figures) at the best case of everything else - latency, TTFT, TPOT and memory 0, unbounded goodput: a
+    lower bound of the (unrounded) score of each of its configurations. Every value function is >= 0 and 0 there
+    (lower_bound_costs), and the weighted sum adds the same terms in the same order, so with floating-point rounding
+    too the bound is never above a configuration's score."""
+    return score_rows([costs(_BestCase(figures), "value")], q.weights, "value", q.missing, scale)[0][0]
+
+
 def rank(cands: list, q) -> tuple[list, list, list]:
     """(ranked, strongest excluded, feasible) of a query's candidates: the feasible ones scored, ordered and
     de-duplicated to q.top; the best-scoring excluded ones (everything scored together, as if there were no limits),
@@ -162,6 +182,8 @@ def rank(cands: list, q) -> tuple[list, list, list]:
     apply_scores(feasible, q)
     feasible.sort(key=lambda c: order_key(c.score, c))
     ranked = dedupe(feasible, q.per_model)[: q.top]
+    for c in feasible:  # ranked again (recommender.rank.recommend ranks a growing list): no rank left from before
+        c.rank = None
     for i, c in enumerate(ranked, 1):
         c.rank = i
     strongest: list = []
