@@ -13,7 +13,8 @@ run writes the .pyc files a user's install has (pip compiles them at install tim
 With it set - as it is in this workplace's shell - each run compiled the project's ~100 modules from source again,
 about 0.2 s of every `recommend` and more for a tree that imports more of them at start (docs/benchmarks.md).
 
-    .venv/bin/python bench/cold_start.py [--runs 10] [--baseline CHECKOUT]
+    .venv/bin/python bench/cold_start.py [--runs 10] [--baseline CHECKOUT [--extra ARGS] [--this-extra ARGS]
+                                                [--this-catalog DUCKDB]]
 """
 
 from __future__ import annotations
@@ -57,17 +58,28 @@ ENTRY = ("import sys, importlib.util as u\n"
          "main()\n")
 
 
-def paired(baseline: Path, runs: int) -> dict:
-    """This checkout and `baseline` in turn (A B A B ...), as whole processes, each with its own read cache."""
+def paired(baseline: Path, runs: int, extra: list[str] = (), this_extra: list[str] = (),
+           this_catalog: Path | None = None) -> dict:
+    """This checkout and `baseline` in turn (A B A B ...), as whole processes, each with its own read cache.
+    ``extra``: arguments added to both commands; ``this_extra`` and ``this_catalog`` (RECOMMENDER_CATALOG): to this
+    checkout's only (to give both trees the same workload: the baseline's models rebuilt into a catalog by this
+    tree's `catalog build --sources BASELINE/sources`, with `--include-base` where the baseline ranked base
+    checkpoints)."""
     here = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
-        def cmd_env(tree: Path, name: str):
+        def cmd_env(tree: Path, name: str, more: list[str], catalog: Path | None):
             env = child_env(PYTHONPATH=str(tree), RECOMMENDER_CACHE=str(Path(tmp) / name),
                             RECOMMENDER_USER_CATALOG=str(Path(tmp) / name / "none.duckdb"))
             env.pop("RECOMMENDER_CATALOG", None)
-            return [sys.executable, "-c", ENTRY, *ARGS], env, str(tree)
+            if catalog is not None:
+                env["RECOMMENDER_CATALOG"] = str(catalog.resolve())
+            return [sys.executable, "-c", ENTRY, *ARGS, *extra, *more], env, str(tree)
 
-        a, b = cmd_env(here, "this"), cmd_env(baseline.resolve(), "baseline")
+        a = cmd_env(here, "this", list(this_extra), this_catalog)
+        b = cmd_env(baseline.resolve(), "baseline", [], None)
+        for cmd, env, cwd in (a, b):  # the two answers' sizes, so a reader can check the workloads are the same
+            out = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, check=True).stdout
+            print(f"{cwd}: counts {json.loads(out).get('counts')}", file=sys.stderr)
         for cmd, env, cwd in (a, b):  # warm: file cache, .pyc files, each read cache
             subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         ta, tb, ca, cb = [], [], [], []
@@ -94,6 +106,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--baseline", type=Path, help="another checkout to time against, in the same run")
+    ap.add_argument("--extra", default="", help="arguments added to both commands of --baseline (one string)")
+    ap.add_argument("--this-extra", default="", help="arguments added to this checkout's command of --baseline")
+    ap.add_argument("--this-catalog", type=Path, help="the catalog this checkout's command of --baseline reads")
     args = ap.parse_args()
     here = Path(__file__).resolve().parents[1]
     # this checkout's code (an editable install may point at another checkout, so not the `recommend` script)
@@ -118,7 +133,7 @@ def main() -> None:
     bare = timed([sys.executable, "-c", "pass"], args.runs)
     res = {}
     if args.baseline:
-        res = paired(args.baseline, args.runs)
+        res = paired(args.baseline, args.runs, args.extra.split(), args.this_extra.split(), args.this_catalog)
     res |= {"recommend_median_s": statistics.median(rec), "recommend_min_s": min(rec), "recommend_max_s": max(rec),
            "python_bare_median_s": statistics.median(bare), "runs": args.runs,
            "ratio_to_bare_python": statistics.median(rec) / statistics.median(bare), "target_s": 0.5}

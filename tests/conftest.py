@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from recommender.core.records import JSON_SCHEMA_VERSION
+
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
 # Every process a test starts (the CLI, probe workers) imports the checkout under test, also where the venv's
@@ -24,7 +26,7 @@ class Run:
         """The answer: every --json answer carries its schema version (docs/json.md); a list answer comes as
         {"schema_version": N, "items": [...]} and is returned as its list."""
         data = json.loads(self.out)
-        assert data.get("schema_version") == 1, "a --json answer without its schema version"
+        assert data.get("schema_version") == JSON_SCHEMA_VERSION, "a --json answer without its schema version"
         return data["items"] if set(data) == {"schema_version", "items"} else data
 
 

@@ -106,6 +106,7 @@ class CandidateBuilder:
                                                             machine=q.machine)
         self._quality: dict[tuple[str, str], dict[str, Figure]] = {}
         self._support: dict[tuple[str, str], Optional[str]] = {}
+        self._measured_models: Optional[set[str]] = None
 
     def build(self, mid: str, quant: str, engine: str, ctx: int, batch: int, kv_dtype: Optional[str] = None,
               gpu_layers: Optional[int] = None, split: bool = True,
@@ -196,6 +197,18 @@ class CandidateBuilder:
                 "en_comparable": self.tasks.group(mid, "en", quant)[0],
                 "quant_cost_points": quant_cost(self.quant_table, quant, spec.params_active, measured)}
         return quality
+
+    def quality_floor(self, mid: str) -> Optional[dict[str, Figure]]:
+        """Quality figures no variant of the model beats: its task accuracy and group figures, which are the same for
+        each of its quants, with no quantization cost. None when probe accuracy measured one of its quants (that
+        variant has figures of its own)."""
+        if self._measured_models is None:
+            self._measured_models = {m for m, _quant in self.quality._acc}
+        if mid in self._measured_models:
+            return None
+        return {"task_accuracy": self.tasks.accuracy(mid, None, self.groups)[0],
+                "zh_comparable": self.tasks.group(mid, "zh")[0], "en_comparable": self.tasks.group(mid, "en")[0],
+                "quant_cost_points": Figure(0.0, "points", "estimated", "no quantization cost (a lower bound)")}
 
     def serving(self, c: Prediction, slo: Optional[Slo] = None) -> dict[str, Figure]:
         """The candidate's figures under load (Predictor.serving), goodput at ``slo`` included."""

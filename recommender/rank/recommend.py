@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import heapq
 import math
 
 from pydantic import Field
@@ -11,7 +12,7 @@ from recommender.core.records import CatalogReader, Strict
 from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateKey, build_key, candidate_keys,
                                          skips_base)
 from recommender.rank.query import Query
-from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bound, rank, value_scale
+from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bounds, rank, value_scale
 
 # The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
 FIRST_ROUND_VARIANTS = 64
@@ -80,36 +81,59 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
 
 def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) -> tuple[list, tuple[list, list, list]]:
     """(predicted candidates in enumeration order, rank's (ranked, strongest excluded, feasible)) of a value-method
-    query, predicting only the variants (model x quant) that can be shown. A variant's quality alone bounds the
-    score of each of its configurations from below (score.order.quality_bound); variants are built in the order of
-    their bounds, in rounds, and each round ranks what is built so far. The search stops when the next bound is above
-    both the last ranked score (q.top rows) and the STRONGEST_EXCLUDED-th strongest excluded one: no configuration
-    left could enter either list, or tie with a row in it. The answer - ranked rows, strongest excluded, their scores
-    and figures - is the full enumeration's (tests/test_prepass.py); only the counts of feasible and excluded
-    configurations cover the predicted ones alone.
+    query, predicting only the variants (model x quant) that can be shown.
 
-    Each configuration keeps its place in the enumeration, so ties are broken as in the full list."""
+    A variant's quality alone bounds the score of each of its configurations from below, and a model's quality floor
+    (CandidateBuilder.quality_floor: no quantization cost) bounds each of its variants (score.order.quality_bounds).
+    Models and variants wait in one queue by bound: a model taken from it puts its variants in, a variant taken is
+    built (every engine, context and batch of it). Each round builds twice as many variants as the last and ranks
+    what is built so far; the search stops when the smallest bound left is above both the last ranked score (q.top
+    rows) and the STRONGEST_EXCLUDED-th strongest excluded one: no configuration left could enter either list, or
+    tie with a row in it. The answer - ranked rows, strongest excluded, their scores and figures - is the full
+    enumeration's (tests/test_prepass.py); only the counts of feasible and excluded configurations cover the
+    predicted ones alone. Each configuration keeps its place in the enumeration, so ties are broken as in the full
+    list."""
     scale = value_scale(q)
     by_variant: dict[tuple[str, str], list[int]] = {}
     for i, k in enumerate(keys):
         by_variant.setdefault((k.model, k.quant), []).append(i)
-    order = sorted((quality_bound(builder.quality_figures(*v), q, scale), idx[0], v) for v, idx in by_variant.items())
+    by_model: dict[str, list[tuple[str, str]]] = {}
+    for v in by_variant:
+        by_model.setdefault(v[0], []).append(v)
+    queue: list[tuple] = []  # (bound, first enumeration index, 0 model | 1 variant, model id | variant)
+
+    def put_variants(vs: list[tuple[str, str]]) -> None:
+        for b, v in zip(quality_bounds([builder.quality_figures(*v) for v in vs], q, scale), vs):
+            heapq.heappush(queue, (b, by_variant[v][0], 1, v))
+
+    floors = {m: builder.quality_floor(m) for m in by_model}
+    with_floor = [m for m, f in floors.items() if f is not None]
+    for b, m in zip(quality_bounds([floors[m] for m in with_floor], q, scale), with_floor):
+        queue.append((b, by_variant[by_model[m][0]][0], 0, m))
+    heapq.heapify(queue)
+    put_variants([v for m, f in floors.items() if f is None for v in by_model[m]])
     built: dict[int, object] = {}
-    done, step = 0, FIRST_ROUND_VARIANTS
+    step = FIRST_ROUND_VARIANTS
     while True:
-        for _bound, _first, v in order[done:done + step]:
-            for i in by_variant[v]:
+        n = 0
+        while queue and n < step:
+            _bound, _first, kind, item = heapq.heappop(queue)
+            if kind == 0:
+                put_variants(by_model[item])
+                continue
+            for i in by_variant[item]:
                 built[i] = build_key(builder, keys[i], screen=True)
-        done, step = min(done + step, len(order)), step * 2
+            n += 1
+        step *= 2
         idx = sorted(built)
         cands = [built[i] for i in idx]
         answer = rank(cands, q)
         for i, c in zip(idx, cands):  # rank replaced the deferred records it had to build in full
             built[i] = c
-        if done == len(order):
+        if not queue:
             return cands, answer
         ranked, strongest, _ = answer
         last = ranked[-1].score if ranked and len(ranked) >= q.top else math.inf
         kth = strongest[-1].score if len(strongest) >= STRONGEST_EXCLUDED else math.inf
-        if order[done][0] > max(last, kth) + BOUND_MARGIN:
+        if queue[0][0] > max(last, kth) + BOUND_MARGIN:
             return cands, answer

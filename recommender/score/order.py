@@ -153,13 +153,14 @@ class _BestCase:
         self.figures = figures
 
 
-def quality_bound(figures: dict, q, scale: ValueScale) -> float:
-    """The value-method score of a variant's quality figures (recommender.rank.candidates.CandidateBuilder.
-    quality_figures) at the best case of everything else - latency, TTFT, TPOT and memory 0, unbounded goodput: a
-    lower bound of the (unrounded) score of each of its configurations. Every value function is >= 0 and 0 there
-    (lower_bound_costs), and the weighted sum adds the same terms in the same order, so with floating-point rounding
-    too the bound is never above a configuration's score."""
-    return score_rows([costs(_BestCase(figures), "value")], q.weights, "value", q.missing, scale)[0][0]
+def quality_bounds(figures: list[dict], q, scale: ValueScale) -> list[float]:
+    """The value-method scores of variants' quality figures (recommender.rank.candidates.CandidateBuilder.
+    quality_figures) at the best case of everything else - latency, TTFT, TPOT and memory 0, unbounded goodput: for
+    each variant a lower bound of the (unrounded) score of each of its configurations. Every value function is >= 0
+    and 0 there (lower_bound_costs), and the weighted sum adds the same terms in the same order, so with
+    floating-point rounding too the bound is never above a configuration's score."""
+    rows = [costs(_BestCase(f), "value") for f in figures]
+    return [s for s, _ in score_rows(rows, q.weights, "value", q.missing, scale)]
 
 
 def rank(cands: list, q) -> tuple[list, list, list]:
