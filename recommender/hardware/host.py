@@ -11,7 +11,7 @@ import os
 import platform
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -333,9 +333,16 @@ def other_gpus(run=None, system: Optional[str] = None) -> tuple[list[GpuInfo], s
     return [GpuInfo(**r) for r in rows], status
 
 
-def probe_host() -> HostInfo:
-    """Probe this machine. Never raises on a machine without GPUs (see HostInfo.gpu_status). NVML first; without an
-    NVIDIA GPU, AMD (amd-smi, rocm-smi), Apple (sysctl, system_profiler) and Intel (xpu-smi) tools."""
+class GpuProbe(NamedTuple):
+    """This machine's GPUs and how they were found (HostInfo's fields of the same names)."""
+
+    gpus: list[GpuInfo]
+    gpu_status: str
+
+
+def probe_gpus() -> GpuProbe:
+    """This machine's GPUs: NVML first; without an NVIDIA GPU, AMD (amd-smi, rocm-smi), Apple (sysctl,
+    system_profiler) and Intel (xpu-smi) tools. Never raises on a machine without GPUs (see gpu_status)."""
     gpus, status = _probe_nvml()
     if not gpus:
         others, other_status = other_gpus()
@@ -343,6 +350,13 @@ def probe_host() -> HostInfo:
             gpus, status = others, other_status
         else:
             status = f"{status}; {other_status}"
+    return GpuProbe(gpus, status)
+
+
+def probe_host() -> HostInfo:
+    """Probe this machine: its GPUs (probe_gpus), CPU and memory. Never raises on a machine without GPUs (see
+    HostInfo.gpu_status)."""
+    gpus, status = probe_gpus()
     cpu = probe_cpu()
     total, avail, limit = probe_ram()
     return HostInfo(

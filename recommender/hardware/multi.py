@@ -21,7 +21,7 @@ from recommender.core.errors import UserError
 from recommender.core.paths import PROFILES_DIR
 from recommender.core.records import HardwareProfile, Strict
 from recommender.core.units import parse_memory
-from recommender.hardware.host import GpuInfo, probe_host
+from recommender.hardware.host import GpuInfo, probe_gpus
 from recommender.hardware.profiles import (find_profile, load_profiles, match_profile, planning_hardware, profile_from_gpu)
 
 # GB/s (10^9 B/s) per lane and direction: transfer rate (GT/s) x 128/130 line coding / 8 bits
@@ -237,7 +237,7 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
     its first device and ``--vram`` overrides every card's memory."""
     notes: list[str] = []
     machine: Optional[MultiGpu] = None
-    host = None  # this machine, once probed (planning_hardware needs it again when it has one GPU or none)
+    found = None  # this machine's GPUs, once probed (planning_hardware needs them again for one GPU or none)
     if gpu and (_counted(gpu) or (gpus or 1) > 1):
         devices = parse_gpu_list(gpu, gpus)
         if len(devices) > 1:
@@ -247,9 +247,9 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
     elif not gpu:
         if gpus is not None and gpus > 1:
             raise UserError(f"--gpus {gpus} needs --gpu NAME (which card)", hint='e.g. --gpu "RTX 3090" --gpus 2')
-        host = probe_host()
-        if len(host.gpus) > 1:
-            machine = local_machine(host.gpus)
+        found = probe_gpus()
+        if len(found.gpus) > 1:
+            machine = local_machine(found.gpus)
             if link:
                 machine = machine.model_copy(update={"link": parse_link(link, machine.devices)})
             notes.append(f"planning for the {machine.count} GPUs found here: {machine.name} ({machine.link.label})")
@@ -258,7 +258,7 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
         if link:
             raise UserError("--link describes the link between several GPUs",
                             hint='name several cards: --gpu "2x RTX 3090" (or --gpu NAME --gpus 2)')
-        prof, more = planning_hardware(gpu, host=host)
+        prof, more = planning_hardware(gpu, found=found)
         notes += more
     if vram is not None:  # --vram last, on the card or on every card of the machine
         mem = parse_memory(vram) if isinstance(vram, str) else vram

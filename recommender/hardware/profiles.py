@@ -24,7 +24,7 @@ from recommender.core.errors import UserError
 from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
 from recommender.core.records import HardwareProfile
 from recommender.core.units import GIB, MIB, parse_memory
-from recommender.hardware.host import DDR_FACTOR, GpuInfo, HostInfo, probe_host
+from recommender.hardware.host import DDR_FACTOR, GpuInfo, GpuProbe, HostInfo, probe_gpus, probe_host
 
 # --------------------------------------------------------------------------------------------------------
 # Hardware profiles
@@ -453,22 +453,22 @@ def hardware_key(name: str, profiles: list[HardwareProfile]) -> str:
     return (prof.name if prof else name).lower()
 
 
-def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, host: Optional[HostInfo] = None):
+def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, found: Optional[GpuProbe] = None):
     """The GPU to plan for: --gpu NAME (a shipped profile; `cpu` = this machine's CPU and RAM), else the first GPU
-    found, else the default reference; ``vram`` (--vram as typed, or bytes) overrides its memory. ``host``: this
-    machine as the caller probed it already (else it is probed here when needed).
+    found, else the default reference; ``vram`` (--vram as typed, or bytes) overrides its memory. ``found``: this
+    machine's GPUs as the caller probed them already (else they are probed here when needed).
 
     Returns (profile, notes)."""
 
     notes = []
     profiles = load_profiles()
     if gpu and gpu.strip().lower() in CPU_PLANNING_NAMES:
-        prof = cpu_profile(host or probe_host())
+        prof = cpu_profile(probe_host())
         notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM)")
     elif gpu:
         prof = find_profile(gpu, profiles)
     else:
-        host = host or probe_host()
+        host = found or probe_gpus()
         if host.gpus:
             prof = profile_from_gpu(host.gpus[0], profiles)
             notes.append(f"planning for the GPU found here: {prof.name}")
