@@ -529,3 +529,27 @@ def test_no_tool_present_is_a_status_not_an_error():
     assert gpus == [] and "amd-smi" in status and "xpu-smi" in status
     gpus, _ = hardware.other_gpus(run=_fake_tools({"amd-smi": "not json at all"}), system="Linux")
     assert gpus == []
+
+
+def test_has_hardware_key_agrees_with_hardware_key():
+    """The predictor files measured rows under the planned GPU by has_hardware_key, the cheap form of
+    hardware_key(name) == key: the same answer for every shipped profile planned and every name a row can carry
+    (the shipped rows' hardware, NVML / rocm-smi / macOS spellings, a CPU, a variant stated by its memory)."""
+    from recommender.catalog.store import Catalog
+    from recommender.core.paths import base_catalog_path
+    from recommender.hardware.profiles import has_hardware_key, hardware_key
+
+    profiles = load_profiles()
+    names = set(Catalog(base_catalog_path()).measured_hardware()) | {
+        "NVIDIA H200", "NVIDIA GeForce RTX 3060", "NVIDIA GeForce RTX 3060 12GB", "NVIDIA A100-SXM4-80GB",
+        "AMD Radeon RX 7900 XTX", "Apple M3 Max", "Apple M2 Max 38-core GPU", "Intel(R) Xeon(R) Platinum 8480+",
+        "Tesla T4", "NVIDIA RTX 6000 Ada Generation", "NVIDIA H100 80GB HBM3", "unknown accelerator"}
+    assert len(names) >= 12
+    hits = 0
+    for p in profiles:
+        key = hardware_key(p.name, profiles)
+        for n in names:
+            want = hardware_key(n, profiles) == key
+            assert has_hardware_key(n, key, profiles) == want, (p.name, n)
+            hits += want
+    assert hits >= 5  # some names do belong to a planned profile: both answers were exercised

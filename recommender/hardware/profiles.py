@@ -11,6 +11,7 @@ say the unit (``memory_gib``, ``memory_bandwidth_gb_s``, ``fp16_tflops``...); se
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -227,6 +228,12 @@ def _read_profiles(d: Path) -> list[HardwareProfile]:
     return profiles
 
 
+# GPU names are matched against every profile's name and aliases several times a run (the planned GPU, each
+# measured row's hardware): their compact forms and words are pure functions of the name, kept once computed
+NAME_FORMS_KEPT = 8192
+
+
+@functools.lru_cache(maxsize=NAME_FORMS_KEPT)
 def _compact(s: str) -> str:
     return re.sub(r"[\s\-_]+", "", s.strip().lower())
 
@@ -250,6 +257,7 @@ _MEM_WORD = re.compile(r"^(\d+(?:\.\d+)?)(gb|gib|g)$")
 _CORE_WORD = re.compile(r"^\d+c$")
 
 
+@functools.lru_cache(maxsize=NAME_FORMS_KEPT)
 def _words(name: str) -> tuple[str, ...]:
     """A GPU name as words: lower case, '(R)'/'(TM)' and brand words dropped, '16 GB' -> '16gb', '38-core GPU'
     -> '38c', 'Max-Q' -> 'maxq'."""
@@ -451,6 +459,19 @@ def hardware_key(name: str, profiles: list[HardwareProfile]) -> str:
 
     prof = match_profile(name, profiles)
     return (prof.name if prof else name).lower()
+
+
+def has_hardware_key(name: str, key: str, profiles: list[HardwareProfile]) -> bool:
+    """Whether ``hardware_key(name, profiles) == key``, without matching ``name`` against every profile when it
+    cannot be: a name that the profile named ``key`` does not answer to (exactly or by its words) maps to another
+    profile, or to itself, and so to another key."""
+    target = next((p for p in profiles if p.name.lower() == key), None)
+    if target is not None:
+        k = _compact(name)
+        if not any(_compact(n) == k for n in [target.name, *target.aliases]) \
+                and not _answers_to(_words(name), target):
+            return False
+    return hardware_key(name, profiles) == key
 
 
 def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, found: Optional[GpuProbe] = None):

@@ -31,7 +31,7 @@ from pydantic import Field, computed_field
 
 from recommender.core.records import Figure, HardwareProfile, Measurement, ModelSpec, Provenance, Variant
 from recommender.hardware.multi import MultiGpu
-from recommender.hardware.profiles import hardware_key
+from recommender.hardware.profiles import hardware_key, has_hardware_key
 from recommender.predict.analytical import Estimate, Memory, memory, RunShape, estimate
 from recommender.predict.calibrated import Calibrator, load_calibrator
 from recommender.predict.serving import Slo, serve_figures
@@ -218,7 +218,7 @@ class Predictor:
         hardware (only those are read: a row is a few kB of per-repeat timings)."""
         models = catalog.models() if models is None else models
         key = hardware_key(hw.name, profiles)
-        names = [n for n in catalog.measured_hardware() if hardware_key(n, profiles) == key]
+        names = [n for n in catalog.measured_hardware() if has_hardware_key(n, key, profiles)]
         rows = catalog.measurements(model_id=model_id, status="ok", hardware_names=names)
         return cls(hw, hw_key=key, calibrator=load_calibrator(catalog),
                    measured=measured_index(rows, profiles, swa_models(models)), machine=machine)
