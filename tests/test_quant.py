@@ -73,6 +73,17 @@ def test_catalog_quants():
     assert RULES_VERSION
 
 
+def test_quant_table_validates():
+    """The table is built without validation at import (model/quant.py): every entry must be the record validation
+    would build from the same fields (a family outside the Literal, a string for nominal_bits... fails here)."""
+    from recommender.core.records import QuantSpec
+
+    for name, q in QUANTS.items():
+        assert q.name == name
+        assert QuantSpec.model_validate(q.model_dump()) == q
+        assert q.engines and q.nominal_bits > 0
+
+
 @pytest.mark.parametrize("text,name", [
     ("q4_k_m", "Q4_K_M"), ("Q4_K_M", "Q4_K_M"), ("fp16", "F16"), ("bf16", "BF16"), ("awq", "AWQ-4bit"),
     ("GPTQ", "GPTQ-4bit"), ("fp8", "FP8"), ("q8_0", "Q8_0"), ("Q6_K", "Q6_K"), ("q5_k_m", "Q5_K_M"), ("q4_0", "Q4_0"),

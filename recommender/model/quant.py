@@ -29,18 +29,23 @@ LLAMA_CPP = "llama.cpp"
 VLLM = "vllm"
 TRANSFORMERS = "transformers"
 
+# The table's records are literals of this file: built without validation at import (cold start), and validated by
+# tests/test_quant.py (test_quant_table_validates)
+_spec = QuantSpec.trusted
+
+
 def _gguf(name: str, bits: float, desc: str) -> QuantSpec:
-    return QuantSpec(name=name, family="gguf", engines=[LLAMA_CPP], nominal_bits=bits, description=desc)
+    return _spec(name=name, family="gguf", engines=[LLAMA_CPP], nominal_bits=bits, description=desc)
 
 
 # GGUF file types: llama-quantize's ftypes (tools/quantize/quantize.cpp QUANT_OPTIONS of the llama.cpp vendored in
 # llama-cpp-python 0.3.36); nominal bits = bits per weight of the default tensor type (ggml block bytes x 8 / block
 # elements). The size of a real file comes from the per-tensor rules below, not from these.
 QUANTS: dict[str, QuantSpec] = {q.name: q for q in (
-    QuantSpec(name="F16", family="float", engines=[LLAMA_CPP, VLLM, TRANSFORMERS], nominal_bits=16,
-              description="IEEE half precision, unquantized"),
-    QuantSpec(name="BF16", family="float", engines=[LLAMA_CPP, VLLM, TRANSFORMERS], nominal_bits=16,
-              description="bfloat16, unquantized (the dtype most checkpoints ship in)"),
+    _spec(name="F16", family="float", engines=[LLAMA_CPP, VLLM, TRANSFORMERS], nominal_bits=16,
+          description="IEEE half precision, unquantized"),
+    _spec(name="BF16", family="float", engines=[LLAMA_CPP, VLLM, TRANSFORMERS], nominal_bits=16,
+          description="bfloat16, unquantized (the dtype most checkpoints ship in)"),
     _gguf("Q8_0", 8.5, "GGUF 8-bit, blocks of 32 with an fp16 scale"),
     _gguf("Q6_K", 6.5625, "GGUF 6-bit k-quant (256-element super-blocks)"),
     _gguf("Q5_K_M", 5.5, "GGUF 5-bit k-quant mix: Q5_K, with Q6_K for output and half the attn_v / ffn_down"),
@@ -69,21 +74,21 @@ QUANTS: dict[str, QuantSpec] = {q.name: q for q in (
     _gguf("IQ1_S", 1.5625, "GGUF i-quant 1.56 bpw (needs an importance matrix)"),
     _gguf("MXFP4", 4.25, "GGUF MXFP4_MOE: routed-expert tensors in MXFP4 (OCP microscaling, blocks of 32 with an E8M0 "
                          "scale), every other quantizable tensor Q8_0 (gpt-oss's native format)"),
-    QuantSpec(name="AWQ-4bit", family="awq", engines=[VLLM, TRANSFORMERS], nominal_bits=4.0,
-              description="AutoAWQ GEMM, 4-bit weights, group size 128, fp16 scales and packed zeros"),
-    QuantSpec(name="GPTQ-4bit", family="gptq", engines=[VLLM, TRANSFORMERS], nominal_bits=4.0,
-              description="GPTQ 4-bit, group size 128, fp16 scales, packed zeros and g_idx"),
-    QuantSpec(name="GPTQ-8bit", family="gptq", engines=[VLLM, TRANSFORMERS], nominal_bits=8.0,
-              description="GPTQ 8-bit, group size 128, fp16 scales, packed zeros and g_idx"),
-    QuantSpec(name="FP8", family="fp8", engines=[VLLM], nominal_bits=8.0,
-              description="FP8 E4M3 weights with per-output-channel scales (llm-compressor FP8_DYNAMIC)"),
-    QuantSpec(name="INT8-W8A8", family="int8", engines=[VLLM], nominal_bits=8.0,
-              description="INT8 weights with per-output-channel scales, dynamic per-token INT8 activations "
-                          "(llm-compressor W8A8 / compressed-tensors)"),
-    QuantSpec(name="BNB-NF4", family="bnb", engines=[TRANSFORMERS, VLLM], nominal_bits=4.5,
-              description="bitsandbytes 4-bit NormalFloat, blocks of 64 with an fp32 absmax (no double quant)"),
-    QuantSpec(name="BNB-INT8", family="bnb", engines=[TRANSFORMERS, VLLM], nominal_bits=8.0,
-              description="bitsandbytes LLM.int8(): int8 weights with an fp32 scale per output row"),
+    _spec(name="AWQ-4bit", family="awq", engines=[VLLM, TRANSFORMERS], nominal_bits=4.0,
+          description="AutoAWQ GEMM, 4-bit weights, group size 128, fp16 scales and packed zeros"),
+    _spec(name="GPTQ-4bit", family="gptq", engines=[VLLM, TRANSFORMERS], nominal_bits=4.0,
+          description="GPTQ 4-bit, group size 128, fp16 scales, packed zeros and g_idx"),
+    _spec(name="GPTQ-8bit", family="gptq", engines=[VLLM, TRANSFORMERS], nominal_bits=8.0,
+          description="GPTQ 8-bit, group size 128, fp16 scales, packed zeros and g_idx"),
+    _spec(name="FP8", family="fp8", engines=[VLLM], nominal_bits=8.0,
+          description="FP8 E4M3 weights with per-output-channel scales (llm-compressor FP8_DYNAMIC)"),
+    _spec(name="INT8-W8A8", family="int8", engines=[VLLM], nominal_bits=8.0,
+          description="INT8 weights with per-output-channel scales, dynamic per-token INT8 activations "
+                      "(llm-compressor W8A8 / compressed-tensors)"),
+    _spec(name="BNB-NF4", family="bnb", engines=[TRANSFORMERS, VLLM], nominal_bits=4.5,
+          description="bitsandbytes 4-bit NormalFloat, blocks of 64 with an fp32 absmax (no double quant)"),
+    _spec(name="BNB-INT8", family="bnb", engines=[TRANSFORMERS, VLLM], nominal_bits=8.0,
+          description="bitsandbytes LLM.int8(): int8 weights with an fp32 scale per output row"),
 )}
 CATALOG_QUANTS: tuple[str, ...] = tuple(QUANTS)
 
