@@ -489,13 +489,13 @@ def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, foun
     elif gpu:
         prof = find_profile(gpu, profiles)
     else:
-        host = found or probe_gpus()
-        if host.gpus:
-            prof = profile_from_gpu(host.gpus[0], profiles)
+        found = found or probe_gpus()
+        if found.gpus:
+            prof = profile_from_gpu(found.gpus[0], profiles)
             notes.append(f"planning for the GPU found here: {prof.name}")
         else:
             prof = find_profile(DEFAULT_PLANNING_GPU, profiles)
-            notes.append(f"no GPU found here ({host.gpu_status}); planning for a {prof.name} — "
+            notes.append(f"no GPU found here ({found.gpu_status}); planning for a {prof.name} — "
                          f"use --gpu NAME to plan for another GPU")
     if vram is not None:
         prof = prof.with_memory(parse_memory(vram) if isinstance(vram, str) else vram)
