@@ -15,6 +15,7 @@ from pathlib import Path
 
 
 
+from recommender.core.engines import accuracy_engine
 from evaluators import lm_tasks as T
 from evaluators.accuracy_job import VLLM_ACCURACY_SEQS, AccuracyJob, AccuracyResult
 from evaluators.lmeval_llama import LlamaCppLM, stderr_progress
@@ -29,44 +30,60 @@ def log(msg: str) -> None:
     sys.stderr.flush()
 
 
-def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
-    """(lm-eval LM, engine info dict)."""
-    if job.engine == "llama.cpp":
+def _llama_cpp_lm(job: AccuracyJob, n_ctx: int, progress=None):
+    lm = LlamaCppLM(job.model_path, n_ctx=n_ctx, threads=job.threads, gpu_layers=job.gpu_layers, progress=progress)
+    return lm, lm.info.model_dump()
 
-        lm = LlamaCppLM(job.model_path, n_ctx=n_ctx, threads=job.threads, gpu_layers=job.gpu_layers,
-                        progress=progress)
-        return lm, lm.info.model_dump()
+
+def _hf_lm(job: AccuracyJob, n_ctx: int, progress=None):
+    import lm_eval  # noqa: PLC0415
+    from lm_eval.models.huggingface import HFLM  # noqa: PLC0415
+
+    device = job.device or ("cuda" if _has_cuda() else "cpu")
+    lm = HFLM(pretrained=job.model_path, device=device, dtype=job.dtype, max_length=n_ctx, batch_size=1,
+              trust_remote_code=job.trust_remote_code)
+    import transformers  # noqa: PLC0415
+
+    return lm, {"name": "hf", "version": f"transformers {transformers.__version__}",
+                "backend": device, "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype}}
+
+
+def _vllm_lm(job: AccuracyJob, n_ctx: int, progress=None):
     import lm_eval  # noqa: PLC0415
 
-    if job.engine == "hf":
-        from lm_eval.models.huggingface import HFLM  # noqa: PLC0415
+    _vllm_distribution_shim()
+    from lm_eval.models.vllm_causallms import VLLM  # noqa: PLC0415
+
+    if not job.vllm_kv_cache_bytes:
+        raise ValueError("a vLLM accuracy job needs vllm_kv_cache_bytes (sized by the parent)")
+    kv = job.vllm_kv_cache_bytes
+    lm = VLLM(pretrained=job.model_path, dtype=job.dtype, max_length=n_ctx, batch_size=VLLM_ACCURACY_SEQS,
+              max_num_seqs=VLLM_ACCURACY_SEQS, kv_cache_memory_bytes=kv,
+              enforce_eager=not _has_cuda(),  # on a CPU, skip torch.compile
+              trust_remote_code=job.trust_remote_code)
+    import vllm  # noqa: PLC0415
+
+    return lm, {"name": "vllm", "version": vllm.__version__, "backend": "vllm",
+                "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype, "kv_cache_memory_bytes": kv,
+                            "max_num_seqs": VLLM_ACCURACY_SEQS}}
 
 
-        device = job.device or ("cuda" if _has_cuda() else "cpu")
-        lm = HFLM(pretrained=job.model_path, device=device, dtype=job.dtype, max_length=n_ctx, batch_size=1,
-                  trust_remote_code=job.trust_remote_code)
-        import transformers  # noqa: PLC0415
-
-        return lm, {"name": "hf", "version": f"transformers {transformers.__version__}",
-                    "backend": device, "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype}}
-    if job.engine == "vllm":
-        _vllm_distribution_shim()
-        from lm_eval.models.vllm_causallms import VLLM  # noqa: PLC0415
+# the child's LM per accuracy backend: each adapter registers under its record's accuracy_backend
+# (recommender.core.engines.EngineSpec), checked by tests/test_engine_names.py
+LM_BUILDERS = {"llama.cpp": _llama_cpp_lm, "hf": _hf_lm, "vllm": _vllm_lm}
 
 
-        if not job.vllm_kv_cache_bytes:
-            raise ValueError("a vLLM accuracy job needs vllm_kv_cache_bytes (sized by the parent)")
-        kv = job.vllm_kv_cache_bytes
-        lm = VLLM(pretrained=job.model_path, dtype=job.dtype, max_length=n_ctx, batch_size=VLLM_ACCURACY_SEQS,
-                  max_num_seqs=VLLM_ACCURACY_SEQS, kv_cache_memory_bytes=kv,
-                  enforce_eager=not _has_cuda(),  # on a CPU, skip torch.compile
-                  trust_remote_code=job.trust_remote_code)
-        import vllm  # noqa: PLC0415
+def _gguf(job: AccuracyJob) -> bool:
+    """Whether the job's engine loads a GGUF file (llama.cpp through llama-cpp-python)."""
+    return accuracy_engine(job.engine).file_format == "gguf"
 
-        return lm, {"name": "vllm", "version": vllm.__version__, "backend": "vllm",
-                    "details": {"lm_eval": lm_eval.__version__, "dtype": job.dtype, "kv_cache_memory_bytes": kv,
-                                "max_num_seqs": VLLM_ACCURACY_SEQS}}
-    raise ValueError(f"unknown engine {job.engine}")
+
+def make_lm(job: AccuracyJob, n_ctx: int, progress=None):
+    """(lm-eval LM, engine info dict)."""
+    build = LM_BUILDERS.get(job.engine)
+    if build is None:
+        raise ValueError(f"unknown engine {job.engine}")
+    return build(job, n_ctx, progress)
 
 
 def _vllm_distribution_shim() -> None:
@@ -85,7 +102,7 @@ def _vllm_distribution_shim() -> None:
     real = md.version
 
     def version(name: str) -> str:
-        return cpu_build if name == "vllm" else real(name)
+        return {"vllm": cpu_build}.get(name) or real(name)  # the distribution's name, asked by lm-eval
 
     md.version = version
 
@@ -136,7 +153,7 @@ def execute(job: AccuracyJob) -> AccuracyResult:
                          for t, f in job.tasks.items())
         log(f"scoring {what}, {job.shots}-shot, on {res.engine.get('name')}")
         res.records = T.evaluate(lm, configs)
-        if job.ppl_texts and job.engine != "llama.cpp" and getattr(lm, "_max_length", None):
+        if job.ppl_texts and not _gguf(job) and getattr(lm, "_max_length", None):
             lm._max_length = PPL_WINDOW  # lm-eval's hf/vllm LMs: same windows, without loading the model again
             reuse = lm
         else:
@@ -154,7 +171,7 @@ def execute(job: AccuracyJob) -> AccuracyResult:
         res.engine = res.engine or info
         ref = None
         if job.kl_reference:
-            if job.engine != "llama.cpp":
+            if not _gguf(job):
                 raise ValueError("KL-divergence against a reference is implemented for llama.cpp (GGUF) only")
 
             ref = LlamaCppLM(job.kl_reference, n_ctx=PPL_WINDOW, threads=job.threads, gpu_layers=job.gpu_layers)

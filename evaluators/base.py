@@ -1,7 +1,8 @@
 """The engine protocol, the metric definitions every engine shares, and the engine registry.
 
 An engine is one module with one class implementing :class:`Engine` — ``load(settings)``, ``measure(shape)``,
-``unload()`` — registered by name in :data:`ENGINES`. Adding an engine touches its own module and this registry.
+``unload()`` — registered by its record's ``adapter`` (recommender.core.engines.ENGINE_SPECS), from which
+:data:`ENGINES` derives. Adding an engine touches its own module and its record.
 
 Metrics follow vLLM's benchmark definitions (vllm/benchmarks/serve.py), for every engine alike:
   TTFT  time from submitting the request(s) to the first output token of a sequence
@@ -22,7 +23,7 @@ from typing import Any, Optional, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 
-from recommender.core.engines import resolve_engine
+from recommender.core.engines import ENGINE_SPECS, probe_adapter, resolve_engine
 from recommender.core.errors import UserError
 
 
@@ -79,12 +80,10 @@ class Engine(Protocol):
 # --------------------------------------------------------------------------------------------------------------
 # Registry
 # --------------------------------------------------------------------------------------------------------------
-# name (as recommender.engines.ENGINES spells it): (module, class, pip extra)
-ENGINES: dict[str, tuple[str, str, str]] = {
-    "llama.cpp": ("evaluators.llama_cpp", "LlamaCppEngine", "llama"),
-    "transformers": ("evaluators.transformers_engine", "TransformersEngine", "transformers"),
-    "vllm": ("evaluators.vllm_engine", "VllmEngine", "vllm"),
-}
+# name (as recommender.core.engines.ENGINES spells it): (module, class, pip extra), from each engine's record (its
+# ``adapter``); an engine planned only (no adapter) is not here and get_engine refuses it with a hint
+ENGINES: dict[str, tuple[str, str, str]] = {e.name: (*e.adapter, e.pip_extra or "?")
+                                            for e in ENGINE_SPECS if e.adapter is not None}
 
 
 def engine_name(name: str) -> str:
@@ -102,7 +101,7 @@ def get_engine(name: str) -> Engine:
         module, cls = key.split(":", 1)
         extra = "?"
     else:
-        module, cls, extra = ENGINES[key]
+        module, cls, extra = probe_adapter(key)
     try:
         mod = importlib.import_module(module)
         return getattr(mod, cls)()

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 
-from recommender.core.engines import resolve_engine
+from recommender.core.engines import ENGINE_SPECS, engine_spec, resolve_engine
 from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes, fmt_ms, parse_latency_ms, parse_tokens
 from recommender.model.quant import QUANTS, resolve_quant
@@ -63,9 +63,10 @@ def estimate_command(
     if kv_dtype and kv_dtype not in C.ENGINE_KV_DTYPES[eng]:
         raise UserError(f"KV dtype {kv_dtype!r} is not available on {eng}",
                         hint=f"{eng} KV dtypes: {', '.join(C.ENGINE_KV_DTYPES[eng])}")
-    if gpu_layers is not None and eng != "llama.cpp":
-        raise UserError(f"--gpu-layers (partial offload) is modelled for llama.cpp, not {eng}",
-                        hint="drop --gpu-layers, or use --engine llama.cpp")
+    if gpu_layers is not None and not engine_spec(eng).partial_offload:
+        offload = [e.name for e in ENGINE_SPECS if e.partial_offload]
+        raise UserError(f"--gpu-layers (partial offload) is modelled for {', '.join(offload)}, not {eng}",
+                        hint=f"drop --gpu-layers, or use --engine {offload[0]}")
     ctx = parse_tokens(context)
     slo = Slo(ttft_ms=parse_latency_ms(slo_ttft, "--slo-ttft") if slo_ttft else None,
               tpot_ms=parse_latency_ms(slo_tpot, "--slo-tpot") if slo_tpot else None) if slo_ttft or slo_tpot else None
@@ -103,7 +104,7 @@ def _does_not_fit(predictor, spec, config, variant, need: float, hw) -> str:
     largest partial offload that fits (what a user would try next)."""
     note = (f"does not fit: this configuration needs {fmt_bytes(need)} of GPU memory, the {hw.name} profile has "
             f"{fmt_bytes(hw.memory_bytes)}")
-    if config.engine != "llama.cpp" or hw.backend not in ("cuda", "rocm"):
+    if not engine_spec(config.engine).partial_offload or hw.backend not in ("cuda", "rocm"):
         return note + " (partial offload is modelled for llama.cpp on a discrete GPU)"
     part = predictor.offload_fit(spec, config, hw.memory_bytes, variant)
     if part is None:
@@ -218,7 +219,7 @@ def print_devices(est) -> None:
     """Per-device memory of a split plan (every figure estimated: docs/estimates.md §7)."""
     from rich.table import Table  # noqa: PLC0415
 
-    vllm = est.engine == "vllm"
+    vllm = engine_spec(est.engine).serves_kv_budget  # a KV block budget per GPU
     t = Table(title=f"{est.split.label} over {est.hardware} · {est.link}", caption="every figure estimated ᵉ")
     for name in ("GPU", "layers", "weights", "KV cache", "compute", "runtime", "total", "of", "fits",
                  *(("KV budget", "KV blocks") if vllm else ()), "decode ms"):

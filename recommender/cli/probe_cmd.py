@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 
+from recommender.core.engines import accuracy_engine
 from recommender.core.errors import UserError
 from recommender.core.paths import user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, parse_tokens
@@ -244,7 +245,9 @@ def accuracy(
     target = P.resolve(model, engine, catalog, model_id)
     import importlib.util  # noqa: PLC0415
 
-    for mod, extra in (("lm_eval", "eval"), *((("llama_cpp", "llama"),) if target.engine == "llama.cpp" else ())):
+    rec = accuracy_engine(target.engine)
+    gguf = rec.file_format == "gguf"  # llama.cpp through llama-cpp-python (its module llama_cpp)
+    for mod, extra in (("lm_eval", "eval"), *((("llama_cpp", rec.pip_extra),) if gguf else ())):
         if importlib.util.find_spec(mod) is None:
             raise UserError(f"{mod} is not installed (needed by accuracy probes on {target.engine})",
                             hint=f"pip install 'llm-recommender[{extra}]'")
@@ -270,8 +273,8 @@ def accuracy(
                                     f"{files[t][1]['file']}, {shots}-shot",
                                     hint="paired deltas need identical items: use the baseline's --tasks, --items "
                                          "and --shots")
-    kl_ref = kl_reference or (baseline if base_target is not None and base_target.engine == "llama.cpp"
-                              and target.engine == "llama.cpp" else None)
+    kl_ref = kl_reference or (baseline if base_target is not None and gguf
+                              and accuracy_engine(base_target.engine).file_format == "gguf" else None)
     if kl_ref and not Path(kl_ref).expanduser().is_file():
         raise UserError(f"--kl-reference {kl_ref} is not a file", hint="give a GGUF of the same model")
 

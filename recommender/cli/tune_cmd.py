@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 
-from recommender.core.engines import resolve_engine
+from recommender.core.engines import engine_spec, resolve_engine
 from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens, parse_duration_s, parse_latency_ms
 from recommender.hardware.host import probe_host
@@ -121,7 +121,7 @@ def tune_command(
         if not models or len(models) != 1:
             raise UserError("--measure tunes one model file", hint="give one .gguf file, e.g. "
                                                                   "recommender tune model.gguf --measure")
-        if engine and any(resolve_engine(e) != "llama.cpp" for e in engine):
+        if engine and any(engine_spec(resolve_engine(e)).file_format != "gguf" for e in engine):
             raise UserError("--measure runs llama.cpp on a GGUF file", hint="drop --engine")
         if gpu or gpus or link:
             raise UserError("--measure runs on this machine", hint="drop --gpu (it plans for another GPU)")

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Optional
 
 
+from recommender.core.engines import engine_spec, engines_running
 from recommender.core.errors import UserError
 from recommender.core.fuzzy import resolve
 from recommender.core.records import ModelSpec, QuantSpec
@@ -25,26 +26,26 @@ RULES_VERSION = "q2"  # bump when a size rule changes (the catalog digest includ
 # ----------------------------------------------------------------------------------------------------------------
 # Catalog quantizations
 # ----------------------------------------------------------------------------------------------------------------
-LLAMA_CPP = "llama.cpp"
-VLLM = "vllm"
-TRANSFORMERS = "transformers"
-
 # The table's records are literals of this file: built without validation at import (cold start), and validated by
-# tests/test_quant.py (test_quant_table_validates)
-_spec = QuantSpec.trusted
+# tests/test_quant.py (test_quant_table_validates). The engines of a quantization are those whose record
+# (recommender.core.engines.ENGINE_SPECS) runs its family.
+
+
+def _spec(**kw) -> QuantSpec:
+    return QuantSpec.trusted(engines=engines_running(kw["family"]), **kw)
 
 
 def _gguf(name: str, bits: float, desc: str) -> QuantSpec:
-    return _spec(name=name, family="gguf", engines=[LLAMA_CPP], nominal_bits=bits, description=desc)
+    return _spec(name=name, family="gguf", nominal_bits=bits, description=desc)
 
 
 # GGUF file types: llama-quantize's ftypes (tools/quantize/quantize.cpp QUANT_OPTIONS of the llama.cpp vendored in
 # llama-cpp-python 0.3.36); nominal bits = bits per weight of the default tensor type (ggml block bytes x 8 / block
 # elements). The size of a real file comes from the per-tensor rules below, not from these.
 QUANTS: dict[str, QuantSpec] = {q.name: q for q in (
-    _spec(name="F16", family="float", engines=[LLAMA_CPP, VLLM, TRANSFORMERS], nominal_bits=16,
+    _spec(name="F16", family="float", nominal_bits=16,
           description="IEEE half precision, unquantized"),
-    _spec(name="BF16", family="float", engines=[LLAMA_CPP, VLLM, TRANSFORMERS], nominal_bits=16,
+    _spec(name="BF16", family="float", nominal_bits=16,
           description="bfloat16, unquantized (the dtype most checkpoints ship in)"),
     _gguf("Q8_0", 8.5, "GGUF 8-bit, blocks of 32 with an fp16 scale"),
     _gguf("Q6_K", 6.5625, "GGUF 6-bit k-quant (256-element super-blocks)"),
@@ -74,20 +75,20 @@ QUANTS: dict[str, QuantSpec] = {q.name: q for q in (
     _gguf("IQ1_S", 1.5625, "GGUF i-quant 1.56 bpw (needs an importance matrix)"),
     _gguf("MXFP4", 4.25, "GGUF MXFP4_MOE: routed-expert tensors in MXFP4 (OCP microscaling, blocks of 32 with an E8M0 "
                          "scale), every other quantizable tensor Q8_0 (gpt-oss's native format)"),
-    _spec(name="AWQ-4bit", family="awq", engines=[VLLM, TRANSFORMERS], nominal_bits=4.0,
+    _spec(name="AWQ-4bit", family="awq", nominal_bits=4.0,
           description="AutoAWQ GEMM, 4-bit weights, group size 128, fp16 scales and packed zeros"),
-    _spec(name="GPTQ-4bit", family="gptq", engines=[VLLM, TRANSFORMERS], nominal_bits=4.0,
+    _spec(name="GPTQ-4bit", family="gptq", nominal_bits=4.0,
           description="GPTQ 4-bit, group size 128, fp16 scales, packed zeros and g_idx"),
-    _spec(name="GPTQ-8bit", family="gptq", engines=[VLLM, TRANSFORMERS], nominal_bits=8.0,
+    _spec(name="GPTQ-8bit", family="gptq", nominal_bits=8.0,
           description="GPTQ 8-bit, group size 128, fp16 scales, packed zeros and g_idx"),
-    _spec(name="FP8", family="fp8", engines=[VLLM], nominal_bits=8.0,
+    _spec(name="FP8", family="fp8", nominal_bits=8.0,
           description="FP8 E4M3 weights with per-output-channel scales (llm-compressor FP8_DYNAMIC)"),
-    _spec(name="INT8-W8A8", family="int8", engines=[VLLM], nominal_bits=8.0,
+    _spec(name="INT8-W8A8", family="int8", nominal_bits=8.0,
           description="INT8 weights with per-output-channel scales, dynamic per-token INT8 activations "
                       "(llm-compressor W8A8 / compressed-tensors)"),
-    _spec(name="BNB-NF4", family="bnb", engines=[TRANSFORMERS, VLLM], nominal_bits=4.5,
+    _spec(name="BNB-NF4", family="bnb", nominal_bits=4.5,
           description="bitsandbytes 4-bit NormalFloat, blocks of 64 with an fp32 absmax (no double quant)"),
-    _spec(name="BNB-INT8", family="bnb", engines=[TRANSFORMERS, VLLM], nominal_bits=8.0,
+    _spec(name="BNB-INT8", family="bnb", nominal_bits=8.0,
           description="bitsandbytes LLM.int8(): int8 weights with an fp32 scale per output row"),
 )}
 CATALOG_QUANTS: tuple[str, ...] = tuple(QUANTS)
@@ -500,7 +501,7 @@ def weights_breakdown(spec: ModelSpec, quant: str, engine: Optional[str] = None)
     """
     q = resolve_quant(quant) if quant not in QUANTS else quant
 
-    hf_layout = QUANTS[q].family == "float" and engine not in (None, LLAMA_CPP)
+    hf_layout = QUANTS[q].family == "float" and engine is not None and engine_spec(engine).file_format != "gguf"
     return list(_breakdown(arch_key(spec), q, hf_layout))
 
 
@@ -508,7 +509,7 @@ def weights_bytes(spec: ModelSpec, quant: str, engine: Optional[str] = None) -> 
     """Total bytes of the model's weights in one quantization (sum of ``weights_breakdown``)."""
     q = resolve_quant(quant) if quant not in QUANTS else quant
 
-    hf_layout = QUANTS[q].family == "float" and engine not in (None, LLAMA_CPP)
+    hf_layout = QUANTS[q].family == "float" and engine is not None and engine_spec(engine).file_format != "gguf"
     return _total(arch_key(spec), q, hf_layout)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 
+from recommender.core.engines import engine_spec, gguf_engine, probe_adapter
 from recommender.core.errors import UserError
 from recommender.core.paths import cache_root, SOURCES_DIR
 from recommender.core.records import Measurement, ModelSpec
@@ -86,9 +87,11 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
     """A .gguf file (llama.cpp) or an HF folder (transformers), validated before any engine starts, or a catalog
     model with --synthetic."""
 
+    probe_adapter(engine)  # an engine planned only (no probe adapter here) is refused with a hint
+    rec = engine_spec(engine)
     path = Path(model_or_file).expanduser()
     if path.exists():
-        if engine in ("transformers", "vllm"):
+        if rec.file_format == "safetensors":
 
             if not (path.is_dir() and (path / "config.json").is_file() and any(path.glob("*.safetensors"))):
                 raise UserError(f"{path} is not a model folder with config.json and *.safetensors",
@@ -97,9 +100,10 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
             spec = spec_from_config(config, model_id=model_id or f"local/{path.name}", source=str(path))
             mid = model_id or match_catalog_model(spec, catalog) or spec.id
             return ProbeTarget(path, mid, quant_of_config(config), synthetic=False, spec=spec)
-        if engine != "llama.cpp":
+        if rec.file_format != "gguf":
             raise UserError(f"probing a model file with {engine} is not supported yet",
-                            hint="use --engine llama.cpp with a .gguf file, or a catalog model with --synthetic")
+                            hint=f"use --engine {gguf_engine()} with a .gguf file, or a catalog model with "
+                                 "--synthetic")
         if path.suffix.lower() != ".gguf" or not path.is_file():
             raise UserError(f"{path} is not a .gguf file", hint="llama.cpp probes take a GGUF model file")
 
@@ -121,24 +125,28 @@ def resolve_target(model_or_file: str, engine: str, quant: Optional[str], synthe
         raise UserError(f"{model_or_file!r} is a catalog model, not a file on this machine",
                         hint="give the model's .gguf file or HF folder, or add --synthetic to measure a random-weight "
                              "model with its exact architecture")
-    q = resolve_quant(quant or ("Q4_K_M" if engine == "llama.cpp" else "BF16"))
+    gguf = rec.file_format == "gguf"
+    q = resolve_quant(quant or ("Q4_K_M" if gguf else "BF16"))
     if engine not in QUANTS[q].engines:
         raise UserError(f"{q} does not run on {engine}", hint=f"{q} runs on: {', '.join(QUANTS[q].engines)}")
-    if engine == "transformers":
+    if not gguf:
         if QUANTS[q].family != "float":
-            raise UserError(f"synthetic {q} models for transformers are not supported", hint="use --quant BF16 or F16")
-        return synthetic_transformers_target(spec, q)
-    if engine == "vllm":
-        if QUANTS[q].family != "float":
-            raise UserError(f"synthetic {q} models for vLLM are not supported", hint="use --quant BF16 or F16")
-
-        dtype = {"BF16": "bfloat16", "F16": "float16"}[q]
-        folder = build_synthetic_hf_folder(hf_config_for(spec), dtype,
-                                           synthetic_cache_dir() / f"{spec.id.replace('/', '__')}-{q}-hf")
-        return ProbeTarget(folder, spec.id, q, synthetic=True, spec=spec, extra={"dtype": dtype})
+            raise UserError(f"synthetic {q} models for {rec.label} are not supported", hint="use --quant BF16 or F16")
+        return _SYNTHETIC_FOLDER[engine](spec, q)
 
     out = cached_synthetic_gguf(spec, q, synthetic_cache_dir(), vocab_gguf=find_vocab_gguf(spec))
     return ProbeTarget(Path(out), spec.id, q, synthetic=True, spec=spec)
+
+
+def _synthetic_vllm_target(spec: ModelSpec, q: str) -> ProbeTarget:
+    dtype = {"BF16": "bfloat16", "F16": "float16"}[q]
+    folder = build_synthetic_hf_folder(hf_config_for(spec), dtype,
+                                       synthetic_cache_dir() / f"{spec.id.replace('/', '__')}-{q}-hf")
+    return ProbeTarget(folder, spec.id, q, synthetic=True, spec=spec, extra={"dtype": dtype})
+
+
+# a synthetic random-weight HF folder per engine that loads folders and has a probe adapter (registered by name)
+_SYNTHETIC_FOLDER = {"transformers": synthetic_transformers_target, "vllm": _synthetic_vllm_target}
 
 
 def measurement_from_result(target: ProbeTarget, job, result, host) -> Measurement:
@@ -182,9 +190,9 @@ def run_perf_probe(target: ProbeTarget, engine: str, *, context_tokens: int, bat
     failed). The caller decides where the row goes."""
 
 
-    if engine == "vllm":  # cap vLLM's KV cache at what this configuration needs (see evaluators/vllm_engine.py)
-
-        target.extra["kv_cache_bytes"] = kv_cache_bytes(target.spec, context_tokens, batch, "vllm", "bf16")
+    if engine_spec(engine).serves_kv_budget:  # cap vLLM's KV cache at what this configuration needs (see
+        # evaluators/vllm_engine.py)
+        target.extra["kv_cache_bytes"] = kv_cache_bytes(target.spec, context_tokens, batch, engine, "bf16")
     job = ProbeJob(engine=engine, load=LoadSettings(model_path=str(target.path), context_tokens=context_tokens,
                                                     batch=batch, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
                                                     threads=threads, extra=target.extra),

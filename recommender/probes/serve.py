@@ -65,6 +65,11 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 SLO_KEYS = ("ttft", "tpot", "e2el")  # vLLM's --goodput keys, values in ms
 
 
+# what vLLM's OpenAI server answers as its models' owned_by (vllm/entrypoints/openai/protocol.py ModelCard): a field
+# of the server's reply, compared as such (not an engine name of this project)
+VLLM_OWNED_BY = "vllm"
+
+
 @dataclass
 class ServeSettings:
     url: str  # the OpenAI base URL, ending in /v1
@@ -183,7 +188,7 @@ def discover(url: str) -> ServerInfo:
     if isinstance(first.get("max_model_len"), int):  # vLLM lists the context window with the model
         info.context_tokens = first["max_model_len"]
 
-    if (v := _json(root + "/version")) and "version" in v and first.get("owned_by") == "vllm":
+    if (v := _json(root + "/version")) and "version" in v and first.get("owned_by") == VLLM_OWNED_BY:
         info.kind, info.version = "vllm", str(v["version"])
         info.tokenize = lambda text: _count(root + "/tokenize", {"prompt": text, "model": models[0] if models else
                                                                   None, "add_special_tokens": True})

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from recommender.core.engines import engine_spec
 from recommender.core.errors import UserError
 from recommender.core.records import Measurement
 from recommender.hardware.host import probe_host
@@ -88,13 +89,14 @@ def local_target(c, catalog: Catalog, weights: list[str]) -> Optional[ProbeTarge
     recorded = catalog.variant_file(c.model, c.quant)
     if recorded:
         paths.append(Path(recorded))
-    if c.engine == "llama.cpp" and (p := smollm2_gguf()) is not None:
+    gguf = engine_spec(c.engine).file_format == "gguf"
+    if gguf and (p := smollm2_gguf()) is not None:
         paths.append(p)
     for p in paths:
         if not p.exists():
             continue
         is_gguf = p.suffix.lower() == ".gguf"
-        if (c.engine == "llama.cpp") != is_gguf:
+        if gguf != is_gguf:
             continue
         try:
             t = resolve_target(str(p), c.engine, None, False, catalog)
@@ -102,7 +104,7 @@ def local_target(c, catalog: Catalog, weights: list[str]) -> Optional[ProbeTarge
             continue
         if t.model_id == c.model and t.quant == c.quant:
             return t
-    if c.engine == "llama.cpp":
+    if gguf:  # a synthetic GGUF of the model
         spec = catalog.models().get(c.model)
         if spec is not None:
             sp = synthetic_path(spec, c.quant, synthetic_cache_dir())

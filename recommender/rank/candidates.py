@@ -7,6 +7,7 @@ from typing import Callable, NamedTuple, Optional, Union
 
 from pydantic import Field
 
+from recommender.core.engines import engine_spec, engines_on
 from recommender.core.records import CHAT_CHECKPOINTS, CatalogReader, Figure, HardwareProfile, ModelSpec
 from recommender.hardware.profiles import load_profiles
 from recommender.model.quant import QUANTS
@@ -70,10 +71,13 @@ def _cc(hw: HardwareProfile) -> Optional[tuple[int, int]]:
 
 def engine_supported(engine: str, family: str, quant: str, hw: HardwareProfile) -> Optional[str]:
     """None when the engine can run this quantization on this hardware, else the reason it cannot."""
-    if hw.backend == "metal" and engine != "llama.cpp":
-        return f"{engine} has no Apple Metal backend"
-    if hw.backend in ("vulkan", "sycl") and engine != "llama.cpp":
-        return f"{engine} has no {hw.backend.upper()} backend (llama.cpp runs on {hw.name} through Vulkan or SYCL)"
+    if hw.backend not in engine_spec(engine).backends:  # the engine's record lists the backends it runs on
+        if hw.backend == "metal":
+            return f"{engine} has no Apple Metal backend"
+        others = " or ".join(engines_on(hw.backend))
+        if hw.backend in ("vulkan", "sycl"):
+            return f"{engine} has no {hw.backend.upper()} backend ({others} runs on {hw.name} through Vulkan or SYCL)"
+        return f"{engine} has no {hw.backend.upper()} backend (on {hw.name}: {others})"
     if hw.backend == "cpu" and family not in ("float", "gguf"):
         return f"{quant} kernels need a GPU (CPU planning covers GGUF and float weights)"
     cc = _cc(hw)

