@@ -22,6 +22,7 @@ import statistics
 
 from recommender.hardware.profiles import load_profiles
 from recommender.predict import constants as C
+from recommender.predict.engines import llama_cpp as L
 from recommender.predict.predictor import Config, Predictor
 from recommender.predict.reference import predict, reference_spec, scoreboard
 
@@ -115,16 +116,16 @@ def main() -> None:
         "fitted_prefill_int8": fit_prefill(spec, fit_rows, "int8_ops_per_s"),
         "fitted_float": None,
         "current_constants": {
-            "decode_efficiency_gguf": C.DECODE_BW_EFFICIENCY["llama.cpp"]["gguf"].value,
-            "decode_overhead_ms": C.DECODE_OVERHEAD_MS["llama.cpp"].value,
-            "prefill_mfu_gguf_fp16_fallback": C.PREFILL_MFU["llama.cpp"]["gguf"].value,
-            "prefill_mfu_gguf_int8": C.PREFILL_MFU["llama.cpp"]["gguf-int8"].value,
+            "decode_efficiency_gguf": L.DECODE_BW_EFFICIENCY["gguf"].value,
+            "decode_overhead_ms": L.DECODE_OVERHEAD_MS.value,
+            "prefill_mfu_gguf_fp16_fallback": L.PREFILL_MFU["gguf"].value,
+            "prefill_mfu_gguf_int8": L.PREFILL_MFU["gguf-int8"].value,
         },
         "error_current_constants": {"fit": errors(spec, fit_rows), "held_out": errors(spec, held)},
     }
     res["fitted_float"] = fit_float_from_pr(spec, res["fitted_decode"]["overhead_ms"])
-    res["current_constants"]["decode_efficiency_float"] = C.DECODE_BW_EFFICIENCY["llama.cpp"]["float"].value
-    res["current_constants"]["prefill_mfu_float"] = C.PREFILL_MFU["llama.cpp"]["float"].value
+    res["current_constants"]["decode_efficiency_float"] = L.DECODE_BW_EFFICIENCY["float"].value
+    res["current_constants"]["prefill_mfu_float"] = L.PREFILL_MFU["float"].value
     if args.json:
         print(json.dumps(res, indent=2))
         return

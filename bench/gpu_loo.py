@@ -36,6 +36,7 @@ from recommender.catalog.build import load_measurements, load_models
 from recommender.core.paths import SOURCES_DIR
 from recommender.hardware.profiles import load_profiles, match_profile
 from recommender.predict import constants as C
+from recommender.predict.engines import llama_cpp as L
 from recommender.predict.analytical import clear_memos, estimate, prefill_peak, speed_family
 from recommender.predict.reference import Point, board_points, fit_families, leave_one_gpu_out
 
@@ -264,10 +265,10 @@ def v1(p: Point, hw):
 
 
 # estimate-v1's single constants (still constants.py's fallback for a GPU without a family fit), for comparison only
-V1_DECODE_EFFICIENCY = C.DECODE_BW_EFFICIENCY["llama.cpp"]["gguf"].value
-V1_DECODE_OVERHEAD_MS = C.DECODE_OVERHEAD_MS["llama.cpp"].value
-V1_MFU_INT8 = C.PREFILL_MFU["llama.cpp"]["gguf-int8"].value
-V1_MFU_FP16 = C.PREFILL_MFU["llama.cpp"]["gguf"].value
+V1_DECODE_EFFICIENCY = L.DECODE_BW_EFFICIENCY["gguf"].value
+V1_DECODE_OVERHEAD_MS = L.DECODE_OVERHEAD_MS.value
+V1_MFU_INT8 = L.PREFILL_MFU["gguf-int8"].value
+V1_MFU_FP16 = L.PREFILL_MFU["gguf"].value
 
 
 

@@ -37,8 +37,8 @@ from pathlib import Path
 from recommender.cli.common import open_catalog
 from recommender.hardware.multi import build_machine
 from recommender.hardware.profiles import find_profile, load_profiles
-from recommender.predict import constants as C
 from recommender.predict import split as S
+from recommender.predict.engines import llama_cpp as L, vllm as V
 from recommender.predict.predictor import Config, Predictor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +106,7 @@ def fit_hop(catalog, profiles, single, multi) -> tuple[float, list[float]]:
         one = single[(r["profile"], r["model"], r["quant"], r["test"])]
         measured_ms = (1000 / float(r["tokens_per_s"]) - 1000 / one) / (n - 1)
         link = build_machine([find_profile(r["profile"], profiles)] * n).link
-        transfer_ms = spec.hidden_size * S.ACT_BYTES_LLAMA_CPP / link.bytes_per_s * 1e3
+        transfer_ms = spec.hidden_size * L.ACT_BYTES_LLAMA_CPP / link.bytes_per_s * 1e3
         vals.append(measured_ms - transfer_ms)
     return statistics.median(vals), vals
 
@@ -114,7 +114,7 @@ def fit_hop(catalog, profiles, single, multi) -> tuple[float, list[float]]:
 def llama_report(catalog, profiles) -> dict:
     single, multi = llama_rows()
     hop, hop_rows = fit_hop(catalog, profiles, single, multi)
-    out = {"hop_fit_ms": hop, "hop_fit_rows_ms": hop_rows, "hop_shipped_ms": S.LLAMA_CPP_HOP_MS.value, "rows": []}
+    out = {"hop_fit_ms": hop, "hop_fit_rows_ms": hop_rows, "hop_shipped_ms": L.LLAMA_CPP_HOP_MS.value, "rows": []}
     for r in multi:
         fit = r["profile"] == FIT_GPU and r["model"] == FIT_MODEL and r["test"] == FIT_TEST
         spec = catalog.models()[MODELS[r["model"]]]
@@ -173,12 +173,12 @@ def fit_allreduce(rows, profiles) -> dict:
 def allreduce_report(profiles) -> dict:
     rows = allreduce_rows()
     fitted = fit_allreduce(rows, profiles)
-    out = {"fitted": fitted, "shipped": {"latency_ms": S.VLLM_ALLREDUCE_LATENCY_MS.value,
-                                         "latency_per_gpu_ms": S.VLLM_ALLREDUCE_LATENCY_PER_GPU_MS.value,
-                                         "bus_efficiency": S.VLLM_ALLREDUCE_BUS_EFFICIENCY.value}, "rows": []}
+    out = {"fitted": fitted, "shipped": {"latency_ms": V.VLLM_ALLREDUCE_LATENCY_MS.value,
+                                         "latency_per_gpu_ms": V.VLLM_ALLREDUCE_LATENCY_PER_GPU_MS.value,
+                                         "bus_efficiency": V.VLLM_ALLREDUCE_BUS_EFFICIENCY.value}, "rows": []}
     for r in rows:
         bw = link_bw(r["system"], profiles)
-        pred = S.ring_allreduce_ms(r["bytes"], r["n"], bw, nvlink=True)
+        pred = V.ring_allreduce_ms(r["bytes"], r["n"], bw, nvlink=True)
         out["rows"].append({"system": r["system"], "n": r["n"], "elements": int(r["message_elements"]),
                             "published_ms": r["ms"], "predicted_ms": pred, "error": pred / r["ms"] - 1,
                             "set": "fit" if r["system"] == AR_FIT else "held-out"})
@@ -198,8 +198,8 @@ def gemm_report(profiles) -> dict:
         fit = [eff(r) for r in rows if r["system"] == AR_FIT and r["gemm_dtype"] == dt]
         e = statistics.median(fit)
         out["fitted"][dt] = e
-        out["shipped"][dt] = C.DECODE_BW_EFFICIENCY["vllm"][GEMM_FAMILY[dt]].value
-        t0 = C.VLLM_DECODE_GEMM_FIXED_MS[GEMM_FAMILY[dt]].value  # the shipped model's fixed time per GEMM
+        out["shipped"][dt] = V.DECODE_BW_EFFICIENCY[GEMM_FAMILY[dt]].value
+        t0 = V.VLLM_DECODE_GEMM_FIXED_MS[GEMM_FAMILY[dt]].value  # the shipped model's fixed time per GEMM
         for sysname in AR_SYSTEMS:
             sel = [r for r in rows if r["system"] == sysname and r["gemm_dtype"] == dt]
             if not sel:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from recommender.hardware.profiles import find_profile, load_profiles
 from recommender.predict import constants as C
+from recommender.predict.engines import vllm as V
 
 ROOT = Path(__file__).resolve().parents[1]
 DECODE_CSV = ROOT / "sources/published_perf/aiconfigurator_gemm_decode.csv"
@@ -109,9 +110,9 @@ def report() -> dict:
         mfu = fit_prefill([r for r in p_rows if r["system"] in FIT[dtype]], hw)
         out["fit"][dtype] = {"decode_efficiency": round(eff, 4), "decode_gemm_fixed_ms": round(t0, 5),
                              "prefill_mfu": round(mfu, 4), "fit_on": list(FIT[dtype])}
-        out["shipped"][dtype] = {"decode_efficiency": C.DECODE_BW_EFFICIENCY["vllm"][fam].value,
-                                 "decode_gemm_fixed_ms": C.VLLM_DECODE_GEMM_FIXED_MS[fam].value,
-                                 "prefill_mfu": C.PREFILL_MFU["vllm"][fam].value}
+        out["shipped"][dtype] = {"decode_efficiency": V.DECODE_BW_EFFICIENCY[fam].value,
+                                 "decode_gemm_fixed_ms": V.VLLM_DECODE_GEMM_FIXED_MS[fam].value,
+                                 "prefill_mfu": V.PREFILL_MFU[fam].value}
         ho_d = [r for r in d_rows if r["system"] == HELD_OUT]
         ho_p = [r for r in p_rows if r["system"] == HELD_OUT]
         sh = out["shipped"][dtype]

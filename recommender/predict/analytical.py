@@ -13,8 +13,7 @@ Predictor's (recommender.predict.predictor): this module only computes the analy
 
 from __future__ import annotations
 
-import functools
-from typing import Callable, NamedTuple, Optional, TypeVar
+from typing import NamedTuple, Optional
 
 from pydantic import Field
 
@@ -22,6 +21,13 @@ from pydantic import Field
 from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Strict, Variant
 from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
+from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
+    MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, attention_layers, clear_memos, decode_flops, per_record, prefill_flops,
+    prefill_flops_parts, recurrent_state_bytes, round_up)
+from recommender.predict.engines import rules_for
+from recommender.predict.engines.llama_cpp import (  # noqa: F401  (llama.cpp's terms, named here for their callers)
+    family_speed, llama_cpp_batch_columns_ms, llama_cpp_compute_buffer, llama_cpp_flash_attn, llama_cpp_latency_terms,
+    mmq_rate, moe_llama_cpp_terms, prefill_peak, speed_family)
 
 
 class RunShape(Strict):
@@ -65,49 +71,9 @@ class Estimate(RunShape):
     intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
 
-_F = TypeVar("_F", bound=Callable)
-_MEMOS: list[dict] = []
-MEMO_MAX_ENTRIES = 65_536  # per memo: a long process (tune, the test suite) starts it again past this
-
-
-def per_record(fn: _F) -> _F:
-    """A memo of a pure function of a record (its first argument: a ModelSpec or HardwareProfile) and other hashable
-    positional arguments. recommend asks the same per-model and per-GPU terms for each of ~10,000 configurations.
-    The record is keyed by identity and held by the memo (so its id is not reused while it is in it): records are
-    values, never changed once built. Calls with keyword arguments are computed as usual. clear_memos() empties
-    every memo (bench/gpu_loo.py after it replaces the family fits these terms read)."""
-    memo: dict[tuple, tuple] = {}
-    _MEMOS.append(memo)
-
-    @functools.wraps(fn)
-    def memoized(record, *args, **kwargs):
-        if kwargs:
-            return fn(record, *args, **kwargs)
-        key = (id(record), *args)
-        hit = memo.get(key)
-        if hit is not None and hit[0] is record:
-            return hit[1]
-        if len(memo) >= MEMO_MAX_ENTRIES:
-            memo.clear()
-        value = fn(record, *args)
-        memo[key] = (record, value)
-        return value
-
-    return memoized  # type: ignore[return-value]
-
-
-def clear_memos() -> None:
-    for memo in _MEMOS:
-        memo.clear()
-
-
 def _family(quant: str) -> str:
 
     return QUANTS[quant].family
-
-
-def _const(table: dict[str, C.Const] | dict, key: str) -> C.Const:
-    return table.get(key) or table["*"]
 
 
 _BREAKDOWN_CACHE: dict[tuple, tuple[int, int, int]] = {}
@@ -149,17 +115,8 @@ def output_bytes(spec: ModelSpec, quant: str) -> int:
 # KV cache
 # ------------------------------------------------------------------------------------------------------------
 def kv_elements_per_token_per_layer(spec: ModelSpec, engine: str) -> int:
-    """K and V elements one token adds to one layer's cache.
-
-    Standard / grouped-query attention: 2 x kv_heads x head_dim (the GQA-aware formula).
-    MLA (DeepSeek-V2): vLLM and llama.cpp cache the compressed latent, kv_lora_rank + qk_rope_head_dim per token
-    (DeepSeek-V2 paper, sec. 2.1.2); transformers' eager cache stores full per-head K (nope+rope) and V.
-    """
-    if spec.is_mla:
-        if engine == "transformers":
-            return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim + spec.v_head_dim)
-        return spec.kv_lora_rank + spec.qk_rope_head_dim
-    return 2 * spec.num_kv_heads * spec.head_dim
+    """K and V elements one token adds to one layer's cache on ``engine`` (its rules: the MLA latent or full heads)."""
+    return rules_for(engine).kv_elements_per_token_per_layer(spec)
 
 
 @per_record
@@ -168,297 +125,30 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
     return int(round(per_layer * attention_layers(spec)))
 
 
-def _round_up(n: int, multiple: int) -> int:
-    """n rounded up to a multiple (ggml's GGML_PAD)."""
-    return -(-n // multiple) * multiple
-
-
 @per_record
 def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str = "llama.cpp",
                    kv_dtype: str = "f16") -> int:
     """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
     per_layer_token = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
-    ctx = context_tokens
-    swa_tokens = min(ctx, spec.sliding_window or ctx)
-    if engine == "llama.cpp":
-        pad = int(C.LLAMA_CPP_CTX_PAD.value)
-        ctx = _round_up(ctx, pad)
-        if spec.num_swa_layers and spec.sliding_window:
-            # llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp): size_swa = GGML_PAD(min(size_base, n_swa + n_ubatch),
-            # 256) cells per sequence stream (kv_unified off, the default): the window plus one micro-batch
-            swa_tokens = min(ctx, _round_up(spec.sliding_window + int(C.LLAMA_CPP_N_UBATCH.value), pad))
+    ctx, swa_tokens = rules_for(engine).kv_cache_tokens(spec, context_tokens)  # the engine's padding
     full_layers = attention_layers(spec) - spec.num_swa_layers
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
     return int(round(per_layer_token * tokens * batch)) + recurrent_state_bytes(spec, batch)
 
 
-def attention_layers(spec: ModelSpec) -> int:
-    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next)."""
-    return spec.num_layers - spec.num_linear_attn_layers
-
-
-# llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
-RECURRENT_STATE_BYTES = 4
-
-
-def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
-    """Fixed per-sequence state of the linear-attention layers of a hybrid model, independent of context length.
-
-    llama.cpp src/llama-hparams.cpp: conv state n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state) and
-    delta-rule state n_embd_s = d_state x d_inner per layer and sequence, with (Qwen3-Next, conversion/qwen.py)
-    d_state = linear_key_head_dim, n_group = linear_num_key_heads, d_inner = linear_value_head_dim x
-    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32.
-    """
-    n = spec.num_linear_attn_layers
-    if not n:
-        return 0
-    d_inner = spec.linear_value_head_dim * spec.linear_num_value_heads
-    d_state, n_group = spec.linear_key_head_dim, spec.linear_num_key_heads
-    conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)
-    state = d_state * d_inner
-    return n * (conv + state) * RECURRENT_STATE_BYTES * batch
-
-
-# ------------------------------------------------------------------------------------------------------------
-# FLOPs
-# ------------------------------------------------------------------------------------------------------------
-def _dense_matmul_params(spec: ModelSpec, embd_params: int) -> int:
-    """Parameters touched by matmuls for one token (active experts only; the embedding lookup is not a matmul)."""
-    return max(spec.params_active or spec.params_total, 1) - embd_params
-
-
-def _causal_pairs(p: int, window: Optional[int]) -> float:
-    """(query, key) pairs of causal attention over p tokens; with a sliding window each query sees at most w keys."""
-    if not window or p <= window:
-        return p * (p + 1) / 2
-    return window * (window + 1) / 2 + (p - window) * window
-
-
-def _heads_dim(spec: ModelSpec) -> int:
-    return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
-                                       else spec.head_dim)
-
-
-@per_record
-def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tuple[float, float]:
-    """(matmul, attention) FLOPs of a prefill of ``prompt_tokens`` x ``batch``.
-
-    Matmuls: 2 x params x tokens (Kaplan et al. 2020, C_forward ~ 2N per token). Attention: QK^T and AV cost
-    2 FLOPs x head_dim for each (query, key) pair and head -> 4 x pairs x heads x head_dim per layer, pairs counted
-    causally (and within the window on sliding-window layers). The output projection runs for the last token only
-    (llama.cpp and vLLM compute logits of the last position)."""
-    embd = spec.vocab_size * spec.hidden_size
-    out_proj = 0 if spec.tie_word_embeddings else embd
-    matmul = _dense_matmul_params(spec, embd) - out_proj
-    full = attention_layers(spec) - spec.num_swa_layers
-    pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
-                                                                                            spec.sliding_window)
-    attn = 4.0 * _heads_dim(spec) * pairs
-    return batch * (2.0 * matmul * prompt_tokens + 2.0 * spec.vocab_size * spec.hidden_size), batch * attn
-
-
-def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
-    """All FLOPs of a prefill (:func:`prefill_flops_parts`, summed)."""
-    return sum(prefill_flops_parts(spec, prompt_tokens, batch))
-
-
-@per_record
-def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
-    """One decode step: 2 x active params plus attention over the cached context (the window on SWA layers)."""
-    embd = spec.vocab_size * spec.hidden_size
-    matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
-    full = attention_layers(spec) - spec.num_swa_layers
-    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
-    return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# llama.cpp speed per GPU family (constants.FAMILY_SPEEDS, fitted by bench/gpu_loo.py)
-# ------------------------------------------------------------------------------------------------------------
-_ROCM_ARCH = ((r"\binstinct\b|\bmi\d", "cdna"), (r"radeon vii", "gcn5"), (r"\b(rx|w|pro w) ?6\d{3}", "rdna2"),
-              (r"\b(rx|w|pro w) ?7\d{3}", "rdna3"), (r"\b(rx ?9\d{3}|r9700)", "rdna4"))
-
-# Intel Arc by architecture: A-series (Alchemist) is Xe-HPG, B-series (Battlemage) Xe2-HPG (sources/gpus/
-# make_profiles.py)
-_INTEL_ARCH = ((r"\barc (pro )?a\d", "xe-hpg"), (r"\barc (pro )?b\d", "xe2"))
-
-
-def speed_family(hw: HardwareProfile) -> tuple[str, ...]:
-    """The GPU families a profile belongs to, most specific first: CUDA by compute capability (one architecture and
-    memory class: 8.0 is the HBM A100/A30, 8.6 the GDDR Ampere cards, 8.7 Jetson Orin...), Metal by tier (base, Pro,
-    Max, Ultra), ROCm by architecture (RDNA2/3/4, CDNA, GCN5), Vulkan/SYCL by architecture (Intel Arc Xe-HPG, Xe2)
-    and vendor; then the backend."""
-    import re
-
-    name = hw.name.lower()
-    if hw.backend == "cuda":
-        return ((f"cuda:{hw.compute_capability}",) if hw.compute_capability else ()) + ("cuda",)
-    if hw.backend == "metal":
-        tier = next((t for t in ("ultra", "max", "pro") if re.search(rf"\b{t}\b", name)), "base")
-        return (f"metal:{tier}", "metal")
-    if hw.backend == "rocm":
-        arch = next((a for pat, a in _ROCM_ARCH if re.search(pat, name)), None)
-        return ((f"rocm:{arch}",) if arch else ()) + ("rocm",)
-    if hw.backend in ("vulkan", "sycl"):
-        arch = next((a for pat, a in _INTEL_ARCH if re.search(pat, name)), None) if hw.vendor == "Intel" else None
-        return (((f"{hw.backend}:intel-{arch}",) if arch else ()) + (f"{hw.backend}:{hw.vendor.lower()}", hw.backend))
-    return ()
-
-
-def family_speed(hw: HardwareProfile, term: str) -> Optional[tuple[str, C.FamilySpeed]]:
-    """(family, fit) of the most specific family of ``hw`` that has a fit of ``term`` ('decode' or 'prefill'; a
-    prefill fit against the kind of peak this profile has)."""
-    kind = prefill_peak(hw)[2]
-    for fam in speed_family(hw):
-        fit = C.FAMILY_SPEEDS.get(fam)
-        if fit is not None and (term == "decode" or (kind and kind in (fit.prefill_mfu or {}))):
-            return fam, fit
-    return None
-
-
-def mmq_rate(hw: HardwareProfile) -> Optional[float]:
-    """The int8 rate (ops/s) llama.cpp's quantized prompt kernels (MMQ, int8 mma.sync) are measured against on a CUDA
-    GPU with int8 tensor cores: SMs x boost clock x LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM, at most the profile's INT8
-    peak (constants.py explains why the tensor peak of GA100/Hopper/GB100 SMs is not reached). SMs x clock: the FP32
-    vector rate / (2 x FP32 lanes per SM), else the INT8 peak / one SM's INT8 tensor rate. None: no int8 tensor cores
-    (compute capability below 7.5; a 7.5 card without an INT8 figure is a GTX 16, which has none) or no figure to
-    derive SMs x clock from."""
-    cc = hw.compute_capability
-    if hw.backend != "cuda" or not cc:
-        return None
-    ccf = float(cc)
-    if ccf < 7.5 or (ccf < 8.0 and not hw.int8_ops_per_s):
-        return None
-    lanes = C.CUDA_FP32_LANES_PER_SM.get(cc)
-    if hw.fp32_flops_per_s and lanes:
-        sm_hz = hw.fp32_flops_per_s / (2 * lanes)
-    elif hw.int8_ops_per_s:
-        sm_hz = hw.int8_ops_per_s / C.CUDA_INT8_TENSOR_OPS_PER_CLOCK_PER_SM.get(
-            cc, C.LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM.value)
-    else:
-        return None
-    rate = sm_hz * C.LLAMA_CPP_MMQ_INT8_OPS_PER_CLOCK_PER_SM.value
-    return min(rate, hw.int8_ops_per_s) if hw.int8_ops_per_s else rate
-
-
-def prefill_peak(hw: HardwareProfile) -> tuple[Optional[float], str, str]:
-    """(peak, label, kind) llama.cpp's GGUF prompt kernels are measured against: on CUDA GPUs with int8 tensor cores
-    the MMQ rate (:func:`mmq_rate`), else dense FP16, else, on GPUs without tensor cores, the FP32 vector rate."""
-    mmq = mmq_rate(hw)
-    if mmq:
-        return mmq, "MMQ INT8 rate (SMs x clock x 2048)", "int8"
-    if hw.fp16_flops_per_s:
-        return hw.fp16_flops_per_s, "FP16 peak", "fp16"
-    if hw.fp32_flops_per_s:
-        return hw.fp32_flops_per_s, "FP32 vector peak", "fp32"
-    return None, "", ""
-
-
-@per_record
-def llama_cpp_latency_terms(hw: HardwareProfile, family: str) -> Optional[dict]:
-    """llama.cpp's decode efficiency, per-token overhead, prefill MFU and peak on ``hw`` from its GPU family, with the
-    family's intervals; None when no family of the profile has a fit (the single constants are used then). The
-    prefill terms are for GGUF-quantized weights (the scoreboards'); 16-bit weights keep the FP16 constants."""
-    dec = family_speed(hw, "decode")
-    if dec is None:
-        return None
-    fam, fit = dec
-    eff = fit.decode_efficiency
-    if family == "float":  # F16/BF16 weights: the scoreboards are GGUF-quantized; the PR #4766 F16/GGUF ratio
-        eff *= C.DECODE_BW_EFFICIENCY["llama.cpp"]["float"].value / C.DECODE_BW_EFFICIENCY["llama.cpp"]["gguf"].value
-    out = {"decode_family": fam, "efficiency": eff, "overhead_ms": fit.decode_overhead_ms,
-           "decode_interval": fit.decode_interval, "decode_source": f"family {fam}: {fit.source}", "mfu": None}
-    pre = family_speed(hw, "prefill") if family == "gguf" else None
-    peak, peak_name, kind = prefill_peak(hw)
-    if pre is not None and peak:
-        pfam, pfit = pre
-        out.update(prefill_family=pfam, mfu=pfit.prefill_mfu[kind], peak=peak, peak_name=peak_name,
-                   prefill_interval=pfit.prefill_interval, prefill_source=f"family {pfam}: {pfit.source}")
-    return out
+def fixed_step_ms(spec: ModelSpec, engine: str, family: str) -> tuple[float, float, str]:
+    """(decode ms, prefill ms, basis) a step takes beyond its bytes and FLOPs terms: the engine's per-token and
+    per-prefill overheads and its fixed per-step work (rules_for(engine).fixed_step_ms). Every GPU of a split runs
+    all of them once per step (tensor parallel: every layer's GEMMs, smaller; layer/pipeline: each its layers', in
+    turn)."""
+    return rules_for(engine).fixed_step_ms(spec, family)
 
 
 def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, hw: HardwareProfile, context_tokens: int,
                            batch: int) -> tuple[Optional[float], str]:
-    """Decode ms/token llama.cpp spends on a quantized (q8_0/q4_0) KV cache of ``context_tokens`` per sequence, in
-    place of its bytes' read time (constants KV_QUANT_*: measured, per query head and cached token), and its basis;
-    (None, '') for an f16 cache or another engine."""
-    if engine != "llama.cpp" or kv_dtype not in ("q8_0", "q4_0"):
-        return None, ""
-    full = spec.num_layers - spec.num_swa_layers
-    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
-    elements = keys * spec.num_attention_heads * spec.head_dim * batch
-    scale = (C.KV_QUANT_REFERENCE_FP32_FLOPS_PER_S.value / hw.fp32_flops_per_s) if hw.fp32_flops_per_s else 1.0
-    ms = (C.KV_QUANT_DECODE_MS_PER_LAYER.value * spec.num_layers
-          + C.KV_QUANT_ATTN_MS_PER_ELEMENT.value * elements * scale)
-    return ms, (f"{kv_dtype} cache: {C.KV_QUANT_DECODE_MS_PER_LAYER.value} ms x {spec.num_layers} layers + "
-                f"{C.KV_QUANT_ATTN_MS_PER_ELEMENT.value:g} ms x {elements:,} (tokens x layers x query heads x "
-                f"head_dim) x {scale:.2f} (H200 FP32 / this GPU's) = {ms:.3f} ms in place of its bytes' read time "
-                f"[{C.KV_QUANT_DECODE_MS_PER_LAYER.source}]")
-
-
-def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: HardwareProfile, batch: int,
-                               matrix_rate: Optional[float]) -> tuple[float, str]:
-    """(ms, basis) a llama.cpp decode step of ``batch`` sequences spends multiplying its columns, beyond the weights it
-    reads once and every sequence's KV cache (the memory terms); (0, '') at batch 1 (the family's decode fit holds
-    all of it), for another engine or backend, or 16-bit weights. ROCm runs the same kernels (HIP), but no batched
-    ROCm row has been checked and its FP32 figures count RDNA3's dual issue: it keeps the max(memory, compute).
-
-    llama.cpp's CUDA backend picks the kernel by the number of columns (ggml-cuda.cu ggml_cuda_mul_mat: quantized
-    weights and at most LLAMA_CPP_MMVQ_MAX_BATCH columns -> mul_mat_vec_q, else the MMQ matrix kernels):
-    - up to 8 columns, mul_mat_vec_q reads each weight block once and computes one dot product per column on the CUDA
-      cores (dp4a): each column beyond the first adds 2 x matmul params / (LLAMA_CPP_MMVQ_FP32_FRACTION x the FP32
-      vector rate);
-    - above 8, MMQ computes every column at the prompt rate (the family's prefill MFU x the MMQ rate), 2 x matmul
-      params / that rate per column.
-    A profile without an FP32 figure takes the MMQ term at every batch. The column time adds to the memory time
-    rather than hiding behind it (a roofline max): measured steps grow from batch 1 by about this time at every batch
-    (H200 and DGX Spark batched-bench rows; bench/gpu_loo.py)."""
-    if engine != "llama.cpp" or batch <= 1 or family != "gguf" or hw.backend != "cuda":
-        return 0.0, ""
-    col_flops = decode_flops(spec, 0, 1)  # 2 x matmul params (output projection included) per column
-    if batch <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value and hw.fp32_flops_per_s:
-        rate = C.LLAMA_CPP_MMVQ_FP32_FRACTION.value * hw.fp32_flops_per_s
-        ms = (batch - 1) * col_flops / rate * 1e3
-        return ms, (f"batch {batch} <= {int(C.LLAMA_CPP_MMVQ_MAX_BATCH.value)}: mul_mat_vec_q, + {batch - 1} columns x "
-                    f"{col_flops:.3g} FLOP / ({C.LLAMA_CPP_MMVQ_FP32_FRACTION.value} x FP32 {hw.fp32_flops_per_s:.3g} "
-                    f"FLOP/s) = {ms:.2f} ms [{C.LLAMA_CPP_MMVQ_FP32_FRACTION.source}]")
-    if not matrix_rate:
-        return 0.0, ""
-    ms = batch * col_flops / matrix_rate * 1e3
-    return ms, (f"batch {batch}: MMQ, {batch} columns x {col_flops:.3g} FLOP / the prompt rate {matrix_rate:.3g} "
-                f"FLOP/s = {ms:.2f} ms")
-
-
-def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str]:
-    """(extra decode ms/token, prefill matmul factor, basis) of an MoE model on llama.cpp (constants MOE_*); (0, 1, '')
-    for a dense model or another engine."""
-    if engine != "llama.cpp" or not spec.is_moe:
-        return 0.0, 1.0, ""
-    layers = spec.num_layers  # every layer of the models in the catalog is an MoE layer (no dense-first layers kept)
-    extra = C.MOE_DECODE_MS_PER_LAYER.value * layers
-    f = C.MOE_PREFILL_MATMUL_FACTOR.value
-    return extra, f, (f"MoE: decode + {C.MOE_DECODE_MS_PER_LAYER.value} ms x {layers} layers = +{extra:.2f} ms; "
-                      f"prefill matmul time x {f} [{C.MOE_DECODE_MS_PER_LAYER.source}]")
-
-
-def fixed_step_ms(spec: ModelSpec, engine: str, family: str) -> tuple[float, float, str]:
-    """(decode ms, prefill ms) a step takes beyond its bytes and FLOPs terms: the engine's per-token and per-prefill
-    overheads, plus on vLLM the fixed time of every decode GEMM (VLLM_DECODE_GEMM_FIXED_MS x GEMMs per step) and the
-    per-layer prefill dispatch (VLLM_PREFILL_MS_PER_LAYER); and its basis. Every GPU of a split runs all of them
-    once per step (tensor parallel: every layer's GEMMs, smaller; layer/pipeline: each its layers', in turn)."""
-    dec, pre = C.DECODE_OVERHEAD_MS[engine].value, C.PREFILL_OVERHEAD_MS[engine].value
-    if engine != "vllm":
-        return dec, pre, ""
-    layers = max(spec.num_layers, 1)
-    per_layer = int(C.VLLM_GEMMS_PER_LAYER.value) + (1 if spec.is_moe else 0)
-    gemms = per_layer * layers + 1  # + the LM head
-    t0 = C.VLLM_DECODE_GEMM_FIXED_MS.get(family)
-    gemm_ms = t0.value * gemms if t0 else 0.0
-    layer_ms = C.VLLM_PREFILL_MS_PER_LAYER.value * layers
-    return dec + gemm_ms, pre + layer_ms, (
-        (f"decode + {gemms} GEMMs x {t0.value * 1e3:.2f} us = {gemm_ms:.3f} ms [{t0.source}]; " if t0 else "")
-        + f"prefill + {C.VLLM_PREFILL_MS_PER_LAYER.value} ms x {layers} layers = {layer_ms:.1f} ms "
-          f"[{C.VLLM_PREFILL_MS_PER_LAYER.source}]")
+    """Decode ms/token an engine spends on a quantized KV cache in place of its bytes' read time, and its basis;
+    (None, '') where its rules have no such term."""
+    return rules_for(engine).quantized_kv_decode_ms(spec, kv_dtype, hw, context_tokens, batch)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -469,60 +159,7 @@ def _runtime_overhead(engine: str, hw: HardwareProfile) -> tuple[int, str]:
         return int(C.METAL_CONTEXT_BYTES.value), "METAL_CONTEXT_BYTES"
     if hw.backend == "cpu":
         return 0, "none (CPU: no device context)"
-    base = int(C.CUDA_CONTEXT_BYTES.value)
-    if engine == "vllm":
-        return base + int(C.VLLM_CUDA_GRAPH_BYTES.value), "CUDA_CONTEXT_BYTES + VLLM_CUDA_GRAPH_BYTES"
-    if engine == "llama.cpp" and hw.backend == "cuda":
-        return base + int(C.LLAMA_CPP_CUDA_RUN_EXTRA_BYTES.value), "CUDA_CONTEXT_BYTES + LLAMA_CPP_CUDA_RUN_EXTRA_BYTES"
-    return base, "CUDA_CONTEXT_BYTES"
-
-
-def llama_cpp_flash_attn(hw: HardwareProfile) -> bool:
-    """Whether llama.cpp runs this GPU with flash attention (its default ``-fa auto`` enables it where the backend has
-    FA kernels): CUDA from compute capability 6.0, ROCm and Metal; assumed off on CUDA below 6.0 and on Vulkan/SYCL,
-    whose FA paths depend on cooperative-matrix extensions (llama.cpp ggml-vulkan: coopmat2)."""
-    if hw.backend == "cuda":
-        return not hw.compute_capability or float(hw.compute_capability) >= 6.0
-    return hw.backend in ("rocm", "metal", "cpu")
-
-
-def llama_cpp_compute_buffer(spec: ModelSpec, context_tokens: int, flash_attn: bool) -> tuple[int, str]:
-    """llama.cpp's GPU compute buffer (bytes), the largest set of intermediates its graph allocator keeps at once for
-    one micro-batch of LLAMA_CPP_N_UBATCH tokens, f32:
-
-    - logits n_vocab x n_ubatch (the output layer) plus the n_embd x n_ubatch residual stream kept beside them: with
-      flash attention this is the buffer llama.cpp reports (exact to the MiB on the shipped H200 rows, test_estimate_
-      reference);
-    - without flash attention the attention scores KQ = n_kv x n_ubatch x n_head (softmax in place) are materialized
-      per layer, so the buffer grows with the context: max(logits, KQ) + the residual stream.
-    n_kv is the context padded to LLAMA_CPP_CTX_PAD (one sequence stream; kv_unified off)."""
-    ub = int(C.LLAMA_CPP_N_UBATCH.value)
-    logits = spec.vocab_size * ub * C.F32_BYTES
-    resid = spec.hidden_size * ub * C.F32_BYTES
-    if flash_attn:
-        return logits + resid, "(n_vocab + n_embd) x LLAMA_CPP_N_UBATCH x 4 B (logits + residual, flash attention)"
-    n_kv = _round_up(context_tokens, int(C.LLAMA_CPP_CTX_PAD.value))
-    kq = n_kv * ub * spec.num_attention_heads * C.F32_BYTES
-    return (max(logits, kq) + resid,
-            f"max(logits, KQ = n_kv {n_kv} x n_ubatch x n_head x 4 B) + n_embd x n_ubatch x 4 B (no flash attention)")
-
-
-def _compute_buffer(spec: ModelSpec, engine: str, quant: str, prompt_tokens: int, batch: int) -> tuple[int, str]:
-    act_bytes = 2  # activations in f16/bf16
-    if engine == "llama.cpp":
-        # logits of one micro-batch dominate llama.cpp's compute buffer: n_vocab x n_ubatch x f32
-        ub = int(C.LLAMA_CPP_N_UBATCH.value)
-        return (spec.vocab_size * ub * C.F32_BYTES,
-                "n_vocab x LLAMA_CPP_N_UBATCH x 4 B (logits of one micro-batch)")
-    width = max(spec.intermediate_size, spec.moe_intermediate_size * max(spec.num_experts_per_tok, 1))
-    if engine == "vllm":
-        tokens = int(C.VLLM_MAX_NUM_BATCHED_TOKENS.value)
-        return (tokens * width * int(C.TORCH_ACTIVATION_COPIES.value) * act_bytes,
-                "VLLM_MAX_NUM_BATCHED_TOKENS x intermediate x TORCH_ACTIVATION_COPIES x 2 B (profiling run peak)")
-    tokens = prompt_tokens * batch
-    return (tokens * width * int(C.TORCH_ACTIVATION_COPIES.value) * act_bytes
-            + batch * spec.vocab_size * C.F32_BYTES,
-            "prompt x batch x intermediate x TORCH_ACTIVATION_COPIES x 2 B + last-token logits (f32)")
+    return rules_for(engine).runtime_overhead(hw)
 
 
 class Memory(NamedTuple):
@@ -556,6 +193,7 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
            variant: Optional[Variant] = None, gpu_layers: Optional[int] = None) -> Memory:
     """GPU memory of one configuration (the arguments as ``estimate``): weights on the GPU + KV cache + compute
     buffer + runtime overhead. ``estimate`` computes its memory figures here, so the two never differ."""
+    r = rules_for(engine)  # an engine without rules is refused here
     kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
     if kv_dtype not in C.ENGINE_KV_DTYPES[engine]:
         raise ValueError(f"KV dtype {kv_dtype} is not one {engine} offers ({', '.join(C.ENGINE_KV_DTYPES[engine])})")
@@ -563,7 +201,7 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
     if gpu_layers is not None and gpu_layers > n_layers:
         gpu_layers = None
     if gpu_layers is not None:
-        if engine != "llama.cpp" or hw.backend == "metal":
+        if not r.spec.partial_offload or hw.backend == "metal":
             raise ValueError("partial offload (gpu_layers) is modelled for llama.cpp on a discrete GPU only")
         if gpu_layers < 0:
             raise ValueError(f"gpu_layers must be >= 0, not {gpu_layers}")
@@ -575,7 +213,7 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
     else:
         (wbytes, embd_b, expert_b), weights_provenance = variant_bytes(spec, quant), "estimated"
     host = 0
-    if engine == "llama.cpp" and hw.backend not in ("metal", "cpu"):
+    if r.host_embeddings(hw):
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
         # a tied output projection is loaded on the GPU as well.
         host = embd_b
@@ -600,8 +238,7 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
         host_layer_bytes = blocks - int(blocks * gpu_frac) + (out_b - out_gpu)
         host = embd_b + host_layer_bytes - (embd_b if spec.tie_word_embeddings and not out_gpu else 0)
     kv_gpu = int(round(kv_total * gpu_frac))
-    compute, compute_basis = (llama_cpp_compute_buffer(spec, context_tokens, llama_cpp_flash_attn(hw))
-                              if engine == "llama.cpp" else _compute_buffer(spec, engine, quant, prompt_tokens, batch))
+    compute, compute_basis = r.compute_buffer(spec, quant, hw, context_tokens, prompt_tokens, batch)
     runtime, runtime_basis = _runtime_overhead(engine, hw)
     total = gpu_weights + kv_gpu + compute + runtime
     return Memory(kv_dtype, gpu_layers, prompt_tokens, n_layers, wbytes, embd_b, expert_b, weights_provenance, host,
@@ -643,25 +280,18 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                             f"{n_layers} blocks (with their share of the KV cache) on the GPU, the rest in host RAM")
     elif host:
         basis["host_weights_bytes"] = "llama.cpp token embeddings stay in host RAM"
-    if engine == "vllm":
-        reserve = int(hw.memory_bytes * C.VLLM_GPU_MEMORY_UTILIZATION.value)
-        notes.append(f"vLLM reserves gpu_memory_utilization={C.VLLM_GPU_MEMORY_UTILIZATION.value} of the GPU "
-                     f"({reserve / 1024**3:.1f} GiB) at start and fills the rest with KV cache; total_vram_bytes is "
-                     f"what this configuration needs. Cap it with kv_cache_memory_bytes or gpu_memory_utilization.")
+    r = rules_for(engine)
+    notes += r.memory_notes(hw)
 
     # --- latency ----------------------------------------------------------------------------------------
     bw = hw.memory_bandwidth_bytes_per_s
-    peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"
-    mfu_key = family
-    if engine == "llama.cpp" and family == "gguf" and hw.int8_ops_per_s:
-        # llama.cpp multiplies quantized weights with int8 tensor-core kernels (MMQ) during prompt processing
-        peak, peak_name, mfu_key = hw.int8_ops_per_s, "INT8 peak", "gguf-int8"
-    eff_c = _const(C.DECODE_BW_EFFICIENCY[engine], family if family in C.DECODE_BW_EFFICIENCY[engine] else "float")
-    mfu_c = _const(C.PREFILL_MFU[engine], mfu_key if mfu_key in C.PREFILL_MFU[engine] else "*")
-    ovh_dec, ovh_pre, fixed_why = fixed_step_ms(spec, engine, family)
+    peak, peak_name, mfu_key = r.prefill_peak_of(hw, family)  # llama.cpp: INT8 for its GGUF prompt kernels (MMQ)
+    eff_c = r.decode_efficiency(family)
+    mfu_c = r.prefill_mfu(mfu_key)
+    ovh_dec, ovh_pre, fixed_why = r.fixed_step_ms(spec, family)
     if fixed_why:
         basis["fixed_step"] = fixed_why
-    fam = llama_cpp_latency_terms(hw, family) if engine == "llama.cpp" and family in ("gguf", "float") else None
+    fam = r.latency_terms(hw, family)  # per-GPU-family fits (llama.cpp), else None
     dec_interval = pre_interval = None
     if fam is not None:
         eff_c = C.Const(round(fam["efficiency"], 4), "fraction of bandwidth", fam["decode_source"])
@@ -672,7 +302,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             pre_interval = fam["prefill_interval"]
         elif family == "gguf" and hw.int8_ops_per_s:
             peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"  # the single constants' GGUF MFU is against FP16
-            mfu_c = _const(C.PREFILL_MFU[engine], "gguf")
+            mfu_c = r.prefill_mfu("gguf")
     basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec:.3f} ms "
                        f"[efficiency: {eff_c.source}]")
 
@@ -703,8 +333,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         host_dec_ms = host_step / (C.HOST_MEMORY_BANDWIDTH.value * C.HOST_DECODE_BW_EFFICIENCY.value) * 1e3
         # prefill: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights to the
         # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
-        n_tok, ub = prompt_tokens * batch, int(C.LLAMA_CPP_N_UBATCH.value)
-        ubatches = n_tok // ub + (1 if n_tok % ub >= C.GGML_CUDA_OFFLOAD_MIN_BATCH.value else 0)
+        ubatches = r.offload_copies(prompt_tokens * batch)
         host_pre_ms = host_layer_bytes * ubatches / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3
         basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
                                     f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches / "
@@ -712,8 +341,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
 
     ttft = tpot = None
     intervals: dict[str, tuple[float, float]] = {}
-    kernel = (C.QUANT_KERNEL_SPEEDS.get(quant) if kernel_factors and engine == "llama.cpp" and family == "gguf"
-              and hw.name in C.QUANT_KERNEL_HARDWARE else None)
+    kernel = r.kernel_factors(quant, family, hw) if kernel_factors else None
     pre_mfu_c = mfu_c  # the prompt kernels' MFU (a GGUF type's own on the GPU its kernels were measured on)
     if kernel is not None:
         pre_mfu_c = C.Const(mfu_c.value * kernel["prefill_factor"], mfu_c.unit, mfu_c.source)
@@ -726,15 +354,15 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             mem_ms = ((step_bytes - kv_part) * kernel["decode_factor"] + kv_part) / (bw * eff_c.value) * 1e3
         else:
             mem_ms = step_bytes / (bw * eff_c.value) * 1e3
-        kvq_ms, why = quantized_kv_decode_ms(spec, engine, kv_dtype, hw, int(mean_ctx), batch)
+        kvq_ms, why = r.quantized_kv_decode_ms(spec, kv_dtype, hw, int(mean_ctx), batch)
         if why:
             mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3
             basis["kv_decode"] = why
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
-        moe_dec_ms, moe_pre_f, moe_why = moe_llama_cpp_terms(spec, engine)
+        moe_dec_ms, moe_pre_f, moe_why = r.moe_terms(spec)
         if moe_why:
             basis["moe_latency"] = moe_why
-        cols_ms, cols_why = llama_cpp_batch_columns_ms(spec, engine, family, hw, batch, peak * mfu_c.value
+        cols_ms, cols_why = r.batch_columns_ms(spec, family, hw, batch, peak * mfu_c.value
                                                        if peak else None)
         if cols_why:  # llama.cpp batched decode on CUDA: weights once + every sequence's KV + its columns
             basis["batch_decode"] = cols_why

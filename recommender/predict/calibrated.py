@@ -12,13 +12,13 @@ from pydantic import Field
 
 from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes
+from recommender.predict.engines import rules_for
 
 CALIBRATION_VERSION = "cal-v1"
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
 NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
 NOMINAL_PEAK_FLOPS_PER_S = 1e12
-LLAMA_CPP_N_UBATCH = 512  # llama.cpp prompt micro-batch (constants.LLAMA_CPP_N_UBATCH)
 
 FittedMetric = Literal["tpot_ms", "ttft_ms", "total_vram_bytes"]
 METRICS: tuple[FittedMetric, ...] = ("tpot_ms", "ttft_ms", "total_vram_bytes")
@@ -88,7 +88,7 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
                 "1 ms": 1.0}
     if metric == "ttft_ms":
         tokens = est.prompt_tokens * b
-        chunks = math.ceil(tokens / LLAMA_CPP_N_UBATCH) if est.engine == "llama.cpp" else 1
+        chunks = rules_for(est.engine).prefill_chunks(tokens)  # llama.cpp: micro-batches of n_ubatch
         mm = est.prefill_flops - est.prefill_attention_flops
         return {f"matmul/peak:{cls}": mm / peak_q * 1e3, "attention/peak": est.prefill_attention_flops / peak * 1e3,
                 "layers*ubatches": float(spec.num_layers * chunks),

@@ -1,4 +1,6 @@
-"""Every constant the estimator uses, in one place, with its unit and its source.
+"""The estimator's constants that are no single engine's (hardware, host memory, KV element sizes) and the fitted
+llama.cpp tables the bench generators write, each with its unit and its source. Each engine's own constants are in its
+rules module (recommender/predict/engines/).
 
 The calibration issue replaces the efficiency/overhead terms with values fitted on measured rows; until then each
 estimate reports, in its ``basis``, which of these it used. A value whose source is "assumption" has no published
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from recommender.core.engines import ENGINE_SPECS
 from recommender.predict.family_speeds import FAMILY_SPEED_ROWS as _family_speed_rows, FITTED_TERMS as _fitted
 from recommender.predict.quant_speeds import QUANT_KERNEL_ROWS as _quant_kernel_rows
 
@@ -42,100 +45,15 @@ CUDA_CONTEXT_BYTES = Const(377 * MIB, "bytes",
                            "CUDA and ROCm in its GPU memory estimate")
 METAL_CONTEXT_BYTES = Const(0, "bytes", "Metal uses unified memory; no separate device context reservation")
 
-# llama.cpp: physical micro-batch used for prompt processing (n_ubatch default 512, common/common.h) and the
-# size of its compute graph buffer, which is dominated by the logits of one micro-batch (n_vocab x n_ubatch f32).
-LLAMA_CPP_N_UBATCH = Const(512, "tokens", "llama.cpp common params: n_ubatch = 512 (default)")
-LLAMA_CPP_CTX_PAD = Const(256, "tokens", "llama.cpp pads n_ctx of the KV cache to a multiple of 256 "
-                                         "(llama_kv_cache get_padding with flash attention)")
 F32_BYTES = 4
-# vLLM: fraction of GPU memory it reserves at start-up (weights + activations + KV cache fill it) and the token
-# budget its profiling run uses for activations.
-VLLM_GPU_MEMORY_UTILIZATION = Const(0.92, "fraction", "vLLM CacheConfig.gpu_memory_utilization default 0.92 "
-                                                      "(docs.vllm.ai stable, vllm/config/cache.py; 0.9 in v0.9-v0.10)")
-VLLM_MAX_NUM_BATCHED_TOKENS = Const(2048, "tokens", "vLLM V1 default max_num_batched_tokens for online serving "
-                                                    "on GPUs below the H100 class (vllm/engine/arg_utils.py)")
-VLLM_CUDA_GRAPH_BYTES = Const(512 * MIB, "bytes", "assumption: vLLM logs 'Graph capturing finished ... took "
-                                                  "0.1-1 GiB' depending on model; to be fitted by calibration")
 TORCH_ACTIVATION_COPIES = Const(3, "tensors of n_tokens x intermediate", "gate, up and activated product alive at "
                                                                            "once in a SwiGLU MLP forward (HF modeling code)")
 
-# --- Decode (per generated token) -----------------------------------------------------------------------------
-# time/token = bytes read / (bandwidth x efficiency) + per-token overhead (kernel launches, sampling, host work).
-_AIC_DECODE = ("fitted by bench/vllm_refit.py on ai-dynamo/aiconfigurator's measured vLLM 0.14 decode GEMMs (m = 1-8, "
-               "sources/published_perf/aiconfigurator_gemm_decode.csv) as bytes / (bandwidth x efficiency) + "
-               "VLLM_DECODE_GEMM_FIXED_MS; H200 SXM held out")
-_FIT = ("fitted by bench/fit_llamacpp.py on the llama.cpp CUDA scoreboard (ggml-org/llama.cpp discussion #15013, "
-        "Llama-2-7B Q4_0, no flash attention; RTX 3060 12GB, 3090, 4080, 5090, RTX 6000 Ada; sources/published_perf)")
-_PR4766 = ("fitted by bench/fit_llamacpp.py on ggml-org/llama.cpp PR #4766 (RTX 4090, 7B F16: tg128 61.03 t/s, "
-           "pp512 11048 t/s) with the scoreboard's per-token overhead")
-DECODE_BW_EFFICIENCY: dict[str, dict[str, Const]] = {
-    "llama.cpp": {
-        "float": Const(0.873, "fraction of bandwidth", _PR4766),
-        "gguf": Const(0.897, "fraction of bandwidth", _FIT),
-    },
-    "vllm": {
-        "float": Const(0.8124, "fraction of bandwidth", _AIC_DECODE + "; bf16, fitted on H100 SXM and A100 SXM"),
-        "awq": Const(0.5, "fraction of bandwidth", "assumption: Marlin 4-bit kernels; to be fitted by calibration"),
-        "gptq": Const(0.5, "fraction of bandwidth", "assumption: Marlin 4-bit kernels; to be fitted by calibration"),
-        "fp8": Const(0.8822, "fraction of bandwidth", _AIC_DECODE + "; fp8, fitted on H100 SXM"),
-    },
-    "transformers": {
-        "float": Const(0.6, "fraction of bandwidth", "assumption; eager decode is host-bound (see overhead)"),
-        "awq": Const(0.3, "fraction of bandwidth", "assumption; to be fitted by calibration"),
-        "gptq": Const(0.3, "fraction of bandwidth", "assumption; to be fitted by calibration"),
-        "fp8": Const(0.3, "fraction of bandwidth", "assumption; to be fitted by calibration"),
-    },
-}
-DECODE_OVERHEAD_MS: dict[str, Const] = {
-    "llama.cpp": Const(1.217, "ms/token", _FIT),
-    "vllm": Const(1.0, "ms/token", "assumption: scheduler + sampling step; to be fitted by calibration"),
-    "transformers": Const(70.0, "ms/token", "shared/notes/engines.md: eager generate on the H200 is host-bound, "
-                                            "TPOT 60-80 ms per step for 0.5B-8B models at batch 1"),
-}
-
-# --- Prefill ----------------------------------------------------------------------------------------------------
-# time = max(FLOPs / (peak x MFU), weight bytes / (bandwidth x decode efficiency)) + fixed overhead
-# (the peak is dense FP16; INT8 for llama.cpp's quantized GGUF prompt kernels where a profile has it)
-_AIC_PREFILL = ("fitted by bench/vllm_refit.py on ai-dynamo/aiconfigurator's measured vLLM 0.14 prefill GEMMs (m = "
-                "256-8192, sources/published_perf/aiconfigurator_gemm_prefill.csv); H200 SXM held out; GEMMs only: "
-                "attention is taken at the same fraction")
-PREFILL_MFU: dict[str, dict[str, Const]] = {
-    # Against the dense FP16 (FP32-accumulate) peak; llama.cpp's quantized prompt kernels use int8 tensor cores, so
-    # the fraction can approach 1 on consumer cards. On H100/H200 the scoreboard shows far lower fractions (~0.13):
-    # llama.cpp does not use Hopper's wgmma instructions. Measured rows and calibration correct this per GPU.
-    "llama.cpp": {
-        "float": Const(0.875, "fraction of FP16 peak", _PR4766),
-        "gguf-int8": Const(0.229, "fraction of INT8 peak", _FIT + "; median of the fit GPUs with a sourced INT8 peak"),
-        "gguf": Const(0.917, "fraction of FP16 peak", _FIT + "; median of the fit GPUs with a sourced FP16 peak "
-                                                             "(used when a profile has no INT8 figure)"),
-    },
-    "vllm": {"*": Const(0.4, "fraction of FP16 peak", "assumption (AWQ/GPTQ); to be fitted by calibration"),
-             "float": Const(0.7881, "fraction of FP16 peak", _AIC_PREFILL + "; bf16, fitted on H100 SXM and A100 SXM"),
-             "fp8": Const(0.8103, "fraction of FP16 peak", _AIC_PREFILL + "; fp8, fitted on H100 SXM")},
-    "transformers": {"*": Const(0.3, "fraction of FP16 peak", "assumption; to be fitted by calibration")},
-}
-PREFILL_OVERHEAD_MS: dict[str, Const] = {
-    "llama.cpp": Const(0.0, "ms", "none beyond the MFU term (llama-bench pp512 times the prompt alone)"),
-    "vllm": Const(0.0, "ms", "none beyond VLLM_PREFILL_MS_PER_LAYER (which holds the per-step host work)"),
-    "transformers": Const(70.0, "ms", "shared/notes/engines.md: one eager step costs 60-80 ms of host time"),
-}
-# vLLM: what a step costs beyond its bytes and FLOPs. Decode runs in CUDA graphs, but each GEMM has a fixed time (the
-# kernel's ramp and, for fp8, the activation-quantization kernel before it): the intercept of the same fit as
-# DECODE_BW_EFFICIENCY['vllm'], times the GEMMs of a step (VLLM_GEMMS_PER_LAYER x layers + the LM head). Prefill runs
-# eagerly: aiconfigurator adds a CPU-side dispatch cost per layer to its vLLM prefill, calibrated on measured runs.
-VLLM_DECODE_GEMM_FIXED_MS: dict[str, Const] = {
-    "float": Const(0.00332, "ms per GEMM", _AIC_DECODE + "; bf16, fitted on H100 SXM and A100 SXM"),
-    "fp8": Const(0.0146, "ms per GEMM", _AIC_DECODE + "; fp8, fitted on H100 SXM"),
-}
-VLLM_GEMMS_PER_LAYER = Const(4, "GEMMs per decoder layer", "vLLM model code (vllm/model_executor/models/llama.py, "
-                                                         "qwen2.py): fused qkv_proj, o_proj, fused gate_up_proj, "
-                                                         "down_proj; an MoE layer: qkv, o, the router gate and "
-                                                         "fused_moe's two grouped GEMMs (5)")
-VLLM_PREFILL_MS_PER_LAYER = Const(0.8, "ms per layer per prefill step",
-                                  "ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/sdk/backends/"
-                                  "vllm_backend.py _prefill_dispatch_overhead_ms (commit 095f58a): 0.8 ms x layers, "
-                                  "'recalibrated against the full silicon corpus across hardware platforms and model "
-                                  "families' (its measured vLLM runs)")
+# --- Each engine's own terms ---------------------------------------------------------------------------------------
+# KV padding, compute buffers, runtime memory, decode efficiency and overhead, prefill MFU and overhead, split
+# latencies: each engine's module in recommender/predict/engines/ (llama_cpp.py, vllm.py, transformers.py) holds its
+# constants with their sources. Below: the terms that are no engine's (hardware, host, KV element sizes) and the
+# fitted tables of llama.cpp's GPU families and kernels (written by bench/ generators, read by engines/llama_cpp.py).
 
 # --- Partial offload (llama.cpp n_gpu_layers < all) -------------------------------------------------------------
 # Layers left on the host are read from host RAM during decode, and during prompt processing llama.cpp's CUDA backend
@@ -163,19 +81,11 @@ KV_DTYPE_BYTES: dict[str, float] = {
     "q8_0": 34 / 32,  # ggml block_q8_0: 32 int8 + one f16 scale = 34 bytes per 32 elements
     "q4_0": 18 / 32,  # ggml block_q4_0: 32 x 4 bit + one f16 scale = 18 bytes per 32 elements
 }
-ENGINE_KV_DTYPES: dict[str, tuple[str, ...]] = {
-    "llama.cpp": ("f16", "q8_0", "q4_0"),
-    "vllm": ("bf16", "f16", "fp8"),
-    "transformers": ("bf16", "f16"),
-}
-# Minimum compute capability (CUDA) for engine x quantization family; None = no CUDA requirement.
+# The KV dtypes each engine offers and its minimum compute capabilities are its record's (recommender.core.engines)
+ENGINE_KV_DTYPES: dict[str, tuple[str, ...]] = {e.name: e.kv_dtypes for e in ENGINE_SPECS}
+# Minimum compute capability (CUDA) for engine x quantization family ('*': any engine / any family)
 MIN_COMPUTE_CAPABILITY: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
-    ("vllm", "*"): ((7, 0), "vLLM requires compute capability >= 7.0 (docs: GPU installation requirements)"),
-    ("vllm", "fp8"): ((8, 9), "FP8 W8A8 kernels need Ada/Hopper, compute capability >= 8.9 (vLLM quantization docs)"),
-    ("vllm", "awq"): ((7, 5), "vLLM AWQ kernels need compute capability >= 7.5 (vLLM supported-hardware table)"),
-    ("vllm", "gptq"): ((6, 0), "vLLM GPTQ needs compute capability >= 6.0 (vLLM supported-hardware table)"),
-    ("vllm", "int8"): ((7, 5), "vLLM INT8 W8A8 kernels need compute capability >= 7.5 (vLLM supported-hardware "
-                               "table: INT8 W8A8 from Turing)"),
+    **{(e.name, fam): (cc, why) for e in ENGINE_SPECS for fam, cc, why in e.min_compute_capability},
     ("*", "bf16"): ((8, 0), "bfloat16 needs compute capability >= 8.0 (Ampere); use F16 on older GPUs"),
 }
 
@@ -295,14 +205,3 @@ LLAMA_CPP_MMVQ_FP32_FRACTION = Const(
     "decode.csv (llama-batched-bench, Qwen2.5-7B Q4_K_M, NVIDIA H200, 2026-12-01) of (batch - 1) x 2 x matmul params "
     "/ (measured step - the memory and overhead terms) / FP32 rate; checked on the DGX Spark rows of sources/"
     "published_perf/dgx_spark_batched_decode.csv")
-
-# --- llama.cpp on CUDA: memory allocated after load -----------------------------------------------------------------
-# NVML's peak during a run exceeds weights + KV + compute buffer + CUDA_CONTEXT_BYTES by 230-399 MiB (median 242) on
-# every shipped H200 llama.cpp row (142 rows; bench/gpu_loo.py fit_check): memory llama.cpp's CUDA backend takes at the
-# first decode (its CUDA graphs, USE_GRAPHS = 1 in the rows' system_info, and cuBLAS workspaces). The largest
-# shortfall, rounded up, is added so that no measured row is predicted to need less than it did (a plan within it of
-# the budget was a false "fit"); the cost is up to 170 MiB of over-prediction on the rows with the least extra.
-LLAMA_CPP_CUDA_RUN_EXTRA_BYTES = Const(400 * MIB, "bytes",
-                                       "measured: the largest shortfall (399 MiB) over the 142 shipped H200 llama.cpp "
-                                       "rows (llama-cpp-python 0.3.36) of NVML peak - the modelled buffers - "
-                                       "CUDA_CONTEXT_BYTES")

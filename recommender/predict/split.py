@@ -34,14 +34,18 @@ from typing import Literal, Optional
 
 from pydantic import Field
 
+from recommender.core.engines import ENGINE_SPECS, engine_spec
 from recommender.core.records import HardwareProfile, ModelSpec, Strict, Variant
 from recommender.hardware.multi import MultiGpu
-from recommender.predict import constants as C
 from recommender.model.quant import QUANTS
 from recommender.predict.analytical import Estimate, estimate, fixed_step_ms, output_bytes, variant_bytes
+from recommender.predict.counts import tp_supported  # noqa: F401  (named here for its callers)
+from recommender.predict.engines import rules_for
+from recommender.predict.engines.base import EngineRules
+from recommender.predict.engines.vllm import ring_allreduce_ms  # noqa: F401  (named here for its callers)
 
 SplitMode = Literal["layer", "row", "tensor", "pipeline"]
-ENGINE_MODES: dict[str, tuple[str, ...]] = {"llama.cpp": ("layer", "row"), "vllm": ("tensor", "pipeline")}
+ENGINE_MODES: dict[str, tuple[str, ...]] = {e.name: e.split_modes for e in ENGINE_SPECS if e.split_modes}
 
 
 class SplitPlan(Strict):
@@ -90,73 +94,18 @@ class SplitEstimate(Estimate):
     comm_ms_prefill: float = 0.0
 
 
-# --- constants (with sources) ---------------------------------------------------------------------------------
-# The latency of one activation hand-off between two GPUs in a llama.cpp layer split (cudaMemcpyPeerAsync of a few KB
-# plus the event synchronization); the bytes' own transfer time is added from the link bandwidth.
-LLAMA_CPP_HOP_MS = C.Const(0.143, "ms per device boundary per token",
-                           "fitted by bench/multigpu.py on its fit rows of sources/published_perf/multigpu_llamacpp.csv "
-                           "(XiongjieDai/GPU-Benchmarks-on-LLM-Inference, llama-bench tg512 of LLaMA-3-8B Q4_K_M and "
-                           "F16 on 1, 2, 4 and 6 RTX 3090s): median over the 6 rows of (1/tg_n - 1/tg_1)/(n - 1) less "
-                           "the transfer time (0.290, -0.142, 0.179, 0.049, 0.187, 0.106 ms)")
-# llama.cpp row split: one synchronization (gather of the partial results on the main GPU) per split matrix
-# multiplication; seven matrices per block (q, k, v, o, gate, up, down).
-LLAMA_CPP_ROW_SYNC_MS = C.Const(0.056, "ms per split matmul per token",
-                                "derived from one published pair, ikawrakow/ik_llama.cpp commit a719349982 (PR #1022, "
-                                "its message): LLaMA-70B, mainline -sm row TG 19.3 t/s against -sm "
-                                "layer 24.4 t/s, on the author's 2x RTX 3090 machine (named in the PR #1022 thread; "
-                                "sources/published_perf/multigpu_row_split.csv; "
-                                "the quantization is not stated): (1/19.3 - 1/24.4/2) s / (80 blocks x 7 matmuls) = "
-                                "0.056 ms, taking row's bandwidth part as half the layer-split step; no held-out "
-                                "check")
-ROW_SPLIT_MATMULS_PER_BLOCK = 7
-LLAMA_CPP_SPLIT_ACTIVATION_COPIES = C.Const(3, "tensors of n_ubatch x intermediate x f32",
-                                            "assumption: the compute buffer of a device without the output layer "
-                                            "holds the MLP's gate, up and product of one micro-batch; to be measured "
-                                            "by the multi-GPU probe issue")
-# vLLM all-reduce: the latency term of its custom all-reduce / NCCL ring, fitted on aiconfigurator's measured
-# vLLM 0.14 custom_allreduce_perf tables (H100 SXM fit; H200 SXM and A100 SXM held out, bench/multigpu.py).
-VLLM_ALLREDUCE_LATENCY_MS = C.Const(0.00449, "ms per all-reduce of 2 GPUs",
-                                    "fitted by bench/multigpu.py on ai-dynamo/aiconfigurator "
-                                    "systems/data/h100_sxm/comm/vllm/0.14.0/custom_allreduce_perf (CUDA-graph rows, "
-                                    "messages <= 64 Ki bf16 elements, least squares a + b (n - 2)); copied to "
-                                    "sources/published_perf/aiconfigurator_allreduce.csv")
-VLLM_ALLREDUCE_LATENCY_PER_GPU_MS = C.Const(0.00014, "ms per all-reduce per GPU beyond 2",
-                                            "fitted with VLLM_ALLREDUCE_LATENCY_MS (same rows)")
-VLLM_ALLREDUCE_BUS_EFFICIENCY = C.Const(0.692, "fraction of the link's per-direction bandwidth",
-                                        "fitted with VLLM_ALLREDUCE_LATENCY_MS on the same H100 SXM table, messages "
-                                        ">= 4 Mi elements: median of bus bandwidth (2 (n-1)/n x bytes / time) over "
-                                        "NVLink's 450 GB/s per direction")
-PCIE_ALLREDUCE_LATENCY_MS = C.Const(0.030, "ms per all-reduce",
-                                    "assumption: NCCL ring over PCIe through the host (vLLM turns its custom "
-                                    "all-reduce off on PCIe-only machines of more than two GPUs); nccl-tests report "
-                                    "tens of microseconds for small messages over PCIe; no published row checked")
-VLLM_BLOCK_SIZE = C.Const(16, "tokens per KV block", "vLLM CacheConfig.block_size default 16 on CUDA")
-ALLREDUCES_PER_LAYER = 2  # Megatron-LM tensor parallelism: after the attention output and the MLP down projection
-ACT_BYTES_LLAMA_CPP = C.F32_BYTES  # ggml hands activations between backends in f32
-ACT_BYTES_VLLM = 2  # bf16/f16 activations
+# --- constants: each engine's split terms are its rules' (recommender.predict.engines: llama_cpp.LLAMA_CPP_HOP_MS,
+# LLAMA_CPP_ROW_SYNC_MS; vllm.VLLM_ALLREDUCE_*, PCIE_ALLREDUCE_LATENCY_MS, VLLM_BLOCK_SIZE), with their sources
 
 
 def default_plan(engine: str, spec: ModelSpec, machine: MultiGpu) -> Optional[SplitPlan]:
-    """The plan an engine uses by default on this machine: llama.cpp's layer split; vLLM's tensor parallelism when
-    the heads divide over the GPUs, else pipeline parallelism. None: the engine has no multi-GPU plan here."""
-    if engine == "llama.cpp":
-        return SplitPlan(mode="layer")
-    if engine == "vllm":
-        n = machine.count
-        if not machine.homogeneous:
-            return SplitPlan(mode="pipeline")
-        return SplitPlan(mode="tensor") if tp_supported(spec, n) is None else SplitPlan(mode="pipeline")
-    return None
-
-
-def tp_supported(spec: ModelSpec, n: int) -> Optional[str]:
-    """None when vLLM can shard this model n ways, else why not (vLLM: num_attention_heads % tp == 0; KV heads
-    divide by tp or tp by the KV heads, which are then replicated)."""
-    if spec.num_attention_heads % n:
-        return f"{spec.num_attention_heads} attention heads do not divide over {n} GPUs"
-    if not spec.is_mla and spec.num_kv_heads % n and n % spec.num_kv_heads:
-        return f"{spec.num_kv_heads} KV heads and {n} GPUs: neither divides the other"
-    return None
+    """The plan an engine uses by default on this machine (its rules: llama.cpp's layer split; vLLM's tensor
+    parallelism when the heads divide over the GPUs, else pipeline parallelism). None: the engine has no multi-GPU
+    plan here."""
+    if not ENGINE_MODES.get(engine):
+        return None
+    mode = rules_for(engine).default_plan_mode(spec, machine.count, machine.homogeneous)
+    return None if mode is None else SplitPlan(mode=mode)
 
 
 def check_plan(engine: str, plan: SplitPlan, spec: ModelSpec, machine: MultiGpu) -> Optional[str]:
@@ -164,20 +113,24 @@ def check_plan(engine: str, plan: SplitPlan, spec: ModelSpec, machine: MultiGpu)
     if plan.mode not in ENGINE_MODES.get(engine, ()):
         modes = ENGINE_MODES.get(engine)
         return (f"{engine} has no '{plan.mode}' split" + (f" (it has: {', '.join(modes)})" if modes else
-                                                           " (multi-GPU plans cover llama.cpp and vLLM)"))
+                                                           f" (multi-GPU plans cover {_split_engines()})"))
     if plan.tensor_split is not None:
-        if engine != "llama.cpp":
+        if not set(ENGINE_MODES[engine]) & {"layer", "row"}:
             return "--tensor-split is llama.cpp's option"
         if len(plan.tensor_split) != machine.count or any(x < 0 for x in plan.tensor_split) \
                 or not sum(plan.tensor_split) > 0:
             return f"--tensor-split needs {machine.count} non-negative proportions, not all zero"
     if plan.mode == "tensor":
         if not machine.homogeneous:
-            return "vLLM tensor parallelism needs identical GPUs"
+            return f"{engine_spec(engine).label} tensor parallelism needs identical GPUs"
         return tp_supported(spec, machine.count)
     if plan.mode == "pipeline" and spec.num_layers < machine.count:
         return f"{spec.num_layers} layers cannot fill {machine.count} pipeline stages"
     return None
+
+
+def _split_engines() -> str:
+    return " and ".join(engine_spec(e).label for e in ENGINE_MODES)
 
 
 def layer_assignment(n_layer: int, proportions: list[float]) -> list[int]:
@@ -201,22 +154,6 @@ def _full(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, kw: dic
     return estimate(spec, quant, engine, hw, **kw)
 
 
-def ring_allreduce_ms(nbytes: float, n: int, link_bytes_per_s: float, nvlink: bool) -> float:
-    """One all-reduce of nbytes over n GPUs: latency + 2 (n-1)/n x bytes / (link bandwidth x bus efficiency)."""
-    if n < 2:
-        return 0.0
-    if nvlink:
-        lat = VLLM_ALLREDUCE_LATENCY_MS.value + VLLM_ALLREDUCE_LATENCY_PER_GPU_MS.value * (n - 2)
-    else:
-        lat = PCIE_ALLREDUCE_LATENCY_MS.value
-    return lat + 2 * (n - 1) / n * nbytes / (link_bytes_per_s * VLLM_ALLREDUCE_BUS_EFFICIENCY.value) * 1e3
-
-
-def _runtime(engine: str) -> int:
-    base = int(C.CUDA_CONTEXT_BYTES.value)
-    return base + (int(C.VLLM_CUDA_GRAPH_BYTES.value) if engine == "vllm" else 0)
-
-
 def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, plan: SplitPlan, *,
                    context_tokens: int, batch: int = 1, prompt_tokens: Optional[int] = None,
                    output_tokens: int = 256, kv_dtype: Optional[str] = None,
@@ -225,6 +162,7 @@ def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, 
     why = check_plan(engine, plan, spec, machine)
     if why:
         raise ValueError(why)
+    r = rules_for(engine)
     kw = dict(context_tokens=context_tokens, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
               kv_dtype=kv_dtype, variant=variant)
     devs = machine.devices
@@ -286,26 +224,17 @@ def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, 
             if plan.mode == "pipeline" and i == 0:
                 w += embd_b if not spec.tie_word_embeddings else 0
             kv = int(round(kv_total * frac))
-            if engine == "llama.cpp":
-                if has_out:
-                    comp = spec.vocab_size * int(C.LLAMA_CPP_N_UBATCH.value) * C.F32_BYTES
-                else:
-                    width = max(spec.intermediate_size, spec.moe_intermediate_size * max(spec.num_experts_per_tok, 1))
-                    comp = int(C.LLAMA_CPP_N_UBATCH.value) * width * C.F32_BYTES * \
-                        int(LLAMA_CPP_SPLIT_ACTIVATION_COPIES.value)
-            else:
-                comp = base.compute_buffer_bytes
-            rt = _runtime(engine)
+            comp = r.split_compute_buffer(spec, plan.mode, has_out, base.compute_buffer_bytes)
+            rt = r.split_runtime_overhead(d, n)
             byte_share = byte_share_of(w, frac)
             dec, pre = dev_times(i, byte_share, frac)
-            shares.append(_share(i, d, engine, layers, has_out, w, kv, comp, rt, dec, pre, spec, kv_dtype or
+            shares.append(_share(i, d, r, layers, has_out, w, kv, comp, rt, dec, pre, spec, kv_dtype or
                                  base.kv_dtype, context_tokens, batch, n_dev=1))
         hops = sum(1 for il in range(1, n_layer + 1) if owner[il] != owner[il - 1])
-        act = ACT_BYTES_LLAMA_CPP if engine == "llama.cpp" else ACT_BYTES_VLLM
-        hop_lat = LLAMA_CPP_HOP_MS.value if engine == "llama.cpp" else PCIE_ALLREDUCE_LATENCY_MS.value
+        hop_lat, act = r.split_hop()
         comm_tok = hops * (hop_lat + batch * spec.hidden_size * act / link.bytes_per_s * 1e3)
         n_tok = prompt * batch
-        ubatches = -(-n_tok // int(C.LLAMA_CPP_N_UBATCH.value)) if engine == "llama.cpp" else 1
+        ubatches = r.prefill_chunks(n_tok)
         comm_pre = hops * (ubatches * hop_lat + n_tok * spec.hidden_size * act / link.bytes_per_s * 1e3)
         combine = sum  # the devices work one after the other
         basis["split_latency"] = (f"sum of the {n} devices' times (each: its single-GPU step x its share of the bytes"
@@ -318,49 +247,50 @@ def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, 
             main = i == 0
             w = int(blocks_b * frac) + (out_b if main else 0)
             kv = kv_total if main else 0
-            comp = spec.vocab_size * int(C.LLAMA_CPP_N_UBATCH.value) * C.F32_BYTES if main else 0
-            rt = _runtime(engine)
+            comp = r.split_compute_buffer(spec, plan.mode, main, base.compute_buffer_bytes)
+            rt = r.split_runtime_overhead(d, n)
             byte_share = byte_share_of(w, 1.0 if main else 0.0)
             dec, pre = dev_times(i, byte_share, frac)
-            shares.append(_share(i, d, engine, n_layer, main, w, kv, comp, rt, dec, pre, spec, kv_dtype or
+            shares.append(_share(i, d, r, n_layer, main, w, kv, comp, rt, dec, pre, spec, kv_dtype or
                                  base.kv_dtype, context_tokens, batch, n_dev=1))
-        syncs = n_layer * ROW_SPLIT_MATMULS_PER_BLOCK
-        comm_tok = syncs * LLAMA_CPP_ROW_SYNC_MS.value
+        syncs, sync_ms = r.row_syncs(n_layer)
+        _, act = r.split_hop()
+        comm_tok = syncs * sync_ms
         n_tok = prompt * batch
-        ubatches = -(-n_tok // int(C.LLAMA_CPP_N_UBATCH.value))
-        comm_pre = syncs * ubatches * LLAMA_CPP_ROW_SYNC_MS.value + syncs * n_tok * spec.hidden_size * \
-            ACT_BYTES_LLAMA_CPP / link.bytes_per_s * 1e3
+        ubatches = r.prefill_chunks(n_tok)
+        comm_pre = syncs * ubatches * sync_ms + syncs * n_tok * spec.hidden_size * act / link.bytes_per_s * 1e3
         combine = max  # every device reads its rows at once
         basis["split_latency"] = (f"slowest device's rows + {syncs} synchronizations x "
-                                  f"{LLAMA_CPP_ROW_SYNC_MS.value} ms per token")
+                                  f"{sync_ms} ms per token")
     else:  # tensor
         kv_dev_frac = _kv_tp_fraction(spec, n)
-        if engine == "vllm" and spec.num_kv_heads < n and not spec.is_mla:
-            notes.append(f"{spec.num_kv_heads} KV heads over {n} GPUs: vLLM replicates each KV head on "
+        if spec.num_kv_heads < n and not spec.is_mla:
+            notes.append(f"{spec.num_kv_heads} KV heads over {n} GPUs: {r.spec.label} replicates each KV head on "
                          f"{n // spec.num_kv_heads} GPUs")
         for i, d in enumerate(devs):
             w = int(wbytes / n)
             kv = int(round(kv_total * kv_dev_frac))
             comp = int(base.compute_buffer_bytes / n)
-            rt = _runtime(engine)
+            rt = r.split_runtime_overhead(d, n)
             byte_share = byte_share_of(w, kv_dev_frac)
             dec, pre = dev_times(i, byte_share, 1 / n)
-            shares.append(_share(i, d, engine, n_layer, True, w, kv, comp, rt, dec, pre, spec, kv_dtype or
+            shares.append(_share(i, d, r, n_layer, True, w, kv, comp, rt, dec, pre, spec, kv_dtype or
                                  base.kv_dtype, context_tokens, batch, n_dev=n))
         nv = link.kind == "nvlink"
-        per_tok = ring_allreduce_ms(batch * spec.hidden_size * ACT_BYTES_VLLM, n, link.bytes_per_s, nv)
-        comm_tok = ALLREDUCES_PER_LAYER * n_layer * per_tok
-        comm_pre = ALLREDUCES_PER_LAYER * n_layer * ring_allreduce_ms(prompt * batch * spec.hidden_size *
-                                                                      ACT_BYTES_VLLM, n, link.bytes_per_s, nv)
+        per_layer, act = r.allreduce()
+        per_tok = r.allreduce_ms(batch * spec.hidden_size * act, n, link.bytes_per_s, nv)
+        comm_tok = per_layer * n_layer * per_tok
+        comm_pre = per_layer * n_layer * r.allreduce_ms(prompt * batch * spec.hidden_size * act, n, link.bytes_per_s,
+                                                        nv)
         combine = max
-        basis["split_latency"] = (f"slowest GPU's shard + {ALLREDUCES_PER_LAYER} x {n_layer} ring all-reduces of "
+        basis["split_latency"] = (f"slowest GPU's shard + {per_layer} x {n_layer} ring all-reduces of "
                                   f"batch x hidden x 2 B ({per_tok * 1e3:.1f} us each over {link.label})")
     decs = [s.decode_ms for s in shares]
     pres = [s.prefill_ms for s in shares]
     tpot = None if any(x is None for x in decs) else combine(decs) + ovh_dec + comm_tok
     ttft = None if any(x is None for x in pres) else combine(pres) + ovh_pre + comm_pre
     if plan.mode == "tensor" and link.kind == "pcie" and n > 2:
-        notes.append("vLLM disables its custom all-reduce on PCIe-only machines of more than two GPUs: NCCL's ring "
+        notes.append(f"{r.spec.label} disables its custom all-reduce on PCIe-only machines of more than two GPUs: NCCL's ring "
                      "(PCIE_ALLREDUCE_LATENCY_MS, an assumption) is used")
     if plan.mode in ("layer", "pipeline") and batch > 1:
         notes.append("layer/pipeline splits: the devices take turns on a step; throughput is not credited with "
@@ -398,19 +328,17 @@ def _kv_tp_fraction(spec: ModelSpec, n: int) -> float:
     return max(spec.num_kv_heads // n, 1) / spec.num_kv_heads
 
 
-def _share(i: int, d: HardwareProfile, engine: str, layers: int, out: bool, w: int, kv: int, comp: int, rt: int,
+def _share(i: int, d: HardwareProfile, r: EngineRules, layers: int, out: bool, w: int, kv: int, comp: int, rt: int,
            dec: Optional[float], pre: Optional[float], spec: ModelSpec, kv_dtype: str, ctx: int, batch: int,
            n_dev: int) -> DeviceShare:
     total = w + kv + comp + rt
     kv_budget = blocks = None
-    if engine == "vllm":
-        budget = int(d.memory_bytes * C.VLLM_GPU_MEMORY_UTILIZATION.value)
+    budget, kv_blocks = r.split_budget(d.memory_bytes)
+    if kv_blocks:  # vLLM: the reservation left after weights, activations and graphs is KV blocks
         kv_budget = budget - (w + comp + rt)
         # KV bytes one token takes on this device: its share of the cache per token of context
         per_token = kv / max(ctx * batch, 1)
-        blocks = max(int(kv_budget // (per_token * VLLM_BLOCK_SIZE.value)), 0) if per_token > 0 else None
-    else:
-        budget = d.memory_bytes
+        blocks = max(int(kv_budget // (per_token * r.block_size.value)), 0) if per_token > 0 else None
     return DeviceShare(index=i, name=d.name, memory_bytes=d.memory_bytes, layers=layers, output_layer=out,
                        weights_bytes=w, kv_cache_bytes=kv, compute_buffer_bytes=comp, runtime_overhead_bytes=rt,
                        total_bytes=total, budget_bytes=budget, fits=total <= budget, kv_budget_bytes=kv_budget,

@@ -1,0 +1,161 @@
+"""Engine-free arithmetic of a model: KV elements, recurrent state, FLOPs, MLP width, tensor-parallel divisibility,
+and the per-record memo the estimator's terms use. The engines' rules (recommender.predict.engines) and the
+estimator (recommender.predict.analytical) import it; it knows no engine.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, Optional, TypeVar
+
+from recommender.core.records import ModelSpec
+
+_F = TypeVar("_F", bound=Callable)
+_MEMOS: list[dict] = []
+MEMO_MAX_ENTRIES = 65_536  # per memo: a long process (tune, the test suite) starts it again past this
+
+
+def per_record(fn: _F) -> _F:
+    """A memo of a pure function of a record (its first argument: a ModelSpec or HardwareProfile) and other hashable
+    positional arguments. recommend asks the same per-model and per-GPU terms for each of ~10,000 configurations.
+    The record is keyed by identity and held by the memo (so its id is not reused while it is in it): records are
+    values, never changed once built. Calls with keyword arguments are computed as usual. clear_memos() empties
+    every memo (bench/gpu_loo.py after it replaces the family fits these terms read)."""
+    memo: dict[tuple, tuple] = {}
+    _MEMOS.append(memo)
+
+    @functools.wraps(fn)
+    def memoized(record, *args, **kwargs):
+        if kwargs:
+            return fn(record, *args, **kwargs)
+        key = (id(record), *args)
+        hit = memo.get(key)
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        if len(memo) >= MEMO_MAX_ENTRIES:
+            memo.clear()
+        value = fn(record, *args)
+        memo[key] = (record, value)
+        return value
+
+    return memoized  # type: ignore[return-value]
+
+
+def clear_memos() -> None:
+    for memo in _MEMOS:
+        memo.clear()
+
+
+def kv_elements_per_token_per_layer(spec: ModelSpec, mla_latent: bool = True) -> int:
+    """K and V elements one token adds to one layer's cache.
+
+    Standard / grouped-query attention: 2 x kv_heads x head_dim (the GQA-aware formula).
+    MLA (DeepSeek-V2): an engine that caches the compressed latent (vLLM, llama.cpp) stores kv_lora_rank +
+    qk_rope_head_dim per token (DeepSeek-V2 paper, sec. 2.1.2); one that does not (transformers' eager cache,
+    ``mla_latent=False``) stores full per-head K (nope+rope) and V.
+    """
+    if spec.is_mla:
+        if not mla_latent:
+            return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim + spec.v_head_dim)
+        return spec.kv_lora_rank + spec.qk_rope_head_dim
+    return 2 * spec.num_kv_heads * spec.head_dim
+
+
+def round_up(n: int, multiple: int) -> int:
+    """n rounded up to a multiple (ggml's GGML_PAD)."""
+    return -(-n // multiple) * multiple
+
+
+def attention_layers(spec: ModelSpec) -> int:
+    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next)."""
+    return spec.num_layers - spec.num_linear_attn_layers
+
+
+# llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
+RECURRENT_STATE_BYTES = 4
+
+
+def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
+    """Fixed per-sequence state of the linear-attention layers of a hybrid model, independent of context length.
+
+    llama.cpp src/llama-hparams.cpp: conv state n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state) and
+    delta-rule state n_embd_s = d_state x d_inner per layer and sequence, with (Qwen3-Next, conversion/qwen.py)
+    d_state = linear_key_head_dim, n_group = linear_num_key_heads, d_inner = linear_value_head_dim x
+    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32.
+    """
+    n = spec.num_linear_attn_layers
+    if not n:
+        return 0
+    d_inner = spec.linear_value_head_dim * spec.linear_num_value_heads
+    d_state, n_group = spec.linear_key_head_dim, spec.linear_num_key_heads
+    conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)
+    state = d_state * d_inner
+    return n * (conv + state) * RECURRENT_STATE_BYTES * batch
+
+
+# ------------------------------------------------------------------------------------------------------------
+# FLOPs
+# ------------------------------------------------------------------------------------------------------------
+def _dense_matmul_params(spec: ModelSpec, embd_params: int) -> int:
+    """Parameters touched by matmuls for one token (active experts only; the embedding lookup is not a matmul)."""
+    return max(spec.params_active or spec.params_total, 1) - embd_params
+
+
+def _causal_pairs(p: int, window: Optional[int]) -> float:
+    """(query, key) pairs of causal attention over p tokens; with a sliding window each query sees at most w keys."""
+    if not window or p <= window:
+        return p * (p + 1) / 2
+    return window * (window + 1) / 2 + (p - window) * window
+
+
+def _heads_dim(spec: ModelSpec) -> int:
+    return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
+                                       else spec.head_dim)
+
+
+@per_record
+def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tuple[float, float]:
+    """(matmul, attention) FLOPs of a prefill of ``prompt_tokens`` x ``batch``.
+
+    Matmuls: 2 x params x tokens (Kaplan et al. 2020, C_forward ~ 2N per token). Attention: QK^T and AV cost
+    2 FLOPs x head_dim for each (query, key) pair and head -> 4 x pairs x heads x head_dim per layer, pairs counted
+    causally (and within the window on sliding-window layers). The output projection runs for the last token only
+    (llama.cpp and vLLM compute logits of the last position)."""
+    embd = spec.vocab_size * spec.hidden_size
+    out_proj = 0 if spec.tie_word_embeddings else embd
+    matmul = _dense_matmul_params(spec, embd) - out_proj
+    full = attention_layers(spec) - spec.num_swa_layers
+    pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
+                                                                                            spec.sliding_window)
+    attn = 4.0 * _heads_dim(spec) * pairs
+    return batch * (2.0 * matmul * prompt_tokens + 2.0 * spec.vocab_size * spec.hidden_size), batch * attn
+
+
+def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
+    """All FLOPs of a prefill (:func:`prefill_flops_parts`, summed)."""
+    return sum(prefill_flops_parts(spec, prompt_tokens, batch))
+
+
+@per_record
+def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
+    """One decode step: 2 x active params plus attention over the cached context (the window on SWA layers)."""
+    embd = spec.vocab_size * spec.hidden_size
+    matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
+    full = attention_layers(spec) - spec.num_swa_layers
+    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
+    return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys)
+
+
+def mlp_width(spec: ModelSpec) -> int:
+    """Width of the widest MLP intermediate a token's forward holds: the dense intermediate, or the active experts'."""
+    return max(spec.intermediate_size, spec.moe_intermediate_size * max(spec.num_experts_per_tok, 1))
+
+
+def tp_supported(spec: ModelSpec, n: int) -> Optional[str]:
+    """None when a tensor-parallel engine can shard this model n ways, else why not (vLLM and SGLang:
+    num_attention_heads % tp == 0; KV heads divide by tp or tp by the KV heads, which are then replicated)."""
+    if spec.num_attention_heads % n:
+        return f"{spec.num_attention_heads} attention heads do not divide over {n} GPUs"
+    if not spec.is_mla and spec.num_kv_heads % n and n % spec.num_kv_heads:
+        return f"{spec.num_kv_heads} KV heads and {n} GPUs: neither divides the other"
+    return None
