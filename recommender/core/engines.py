@@ -43,6 +43,8 @@ class EngineSpec:
     # child-side probe adapter (evaluators/): (module, class); None = planned only, no probe here
     adapter: Optional[tuple[str, str]] = None
     serves_kv_budget: bool = False  # reserves a fixed share of GPU memory at start and fills it with KV blocks
+    # its planning rules: the module of recommender/predict/engines/ that defines RULES (an EngineRules)
+    rules_module: str = ""
     # the name an accuracy probe's child (evaluators/accuracy_worker.py, lm-eval) runs it under; None: no accuracy probe
     accuracy_backend: Optional[str] = None
 
@@ -61,16 +63,18 @@ ENGINE_SPECS: tuple[EngineSpec, ...] = (
                quant_families=("float", "gguf"), kv_dtypes=("f16", "q8_0", "q4_0"),
                backends=("cuda", "rocm", "metal", "vulkan", "sycl", "cpu"), split_modes=("layer", "row"),
                file_format="gguf", partial_offload=True, pip_extra="llama",
-               adapter=("evaluators.llama_cpp", "LlamaCppEngine"), accuracy_backend="llama.cpp"),
+               adapter=("evaluators.llama_cpp", "LlamaCppEngine"), accuracy_backend="llama.cpp",
+               rules_module="llama_cpp"),
     EngineSpec(name="vllm", aliases=("vLLM",), label="vLLM",
                quant_families=("float", "awq", "gptq", "fp8", "int8", "bnb"), kv_dtypes=("bf16", "f16", "fp8"),
                backends=("cuda", "rocm", "cpu"), min_compute_capability=_VLLM_CC, split_modes=("tensor", "pipeline"),
                pip_extra="vllm", adapter=("evaluators.vllm_engine", "VllmEngine"), serves_kv_budget=True,
-               accuracy_backend="vllm"),
+               accuracy_backend="vllm", rules_module="vllm"),
     EngineSpec(name="transformers", aliases=("hf", "huggingface"), label="transformers",
                quant_families=("float", "awq", "gptq", "bnb"), kv_dtypes=("bf16", "f16"),
                backends=("cuda", "rocm", "cpu"), pip_extra="transformers",
-               adapter=("evaluators.transformers_engine", "TransformersEngine"), accuracy_backend="hf"),
+               adapter=("evaluators.transformers_engine", "TransformersEngine"), accuracy_backend="hf",
+               rules_module="transformers"),
 )
 
 ENGINES: tuple[str, ...] = tuple(e.name for e in ENGINE_SPECS)
