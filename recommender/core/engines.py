@@ -58,6 +58,15 @@ _VLLM_CC = (
                      "W8A8 from Turing)"),
 )
 
+_SGLANG_CC = (
+    ("*", (7, 5), "SGLang runs from compute capability 7.5 (datawhalechina.github.io/zero-to-sglang Part 0.2: RTX "
+                  "30/40/50 out of the box, RTX 20 / T4 (7.5) with an extra flag)"),
+    ("fp8", (8, 9), "FP8 W8A8 GEMMs need FP8 tensor cores: Ada/Hopper, compute capability >= 8.9 (as vLLM's)"),
+)
+
+# bump when the set of planned engines or a record changes (recommend's candidates change): recommender/versions.py
+ENGINES_VERSION = "engines-v2"  # v2: SGLang planned (CUDA, its quants, tensor parallelism)
+
 ENGINE_SPECS: tuple[EngineSpec, ...] = (
     EngineSpec(name="llama.cpp", aliases=("llamacpp", "llama-cpp", "llama_cpp", "gguf"), label="llama.cpp",
                quant_families=("float", "gguf"), kv_dtypes=("f16", "q8_0", "q4_0"),
@@ -75,6 +84,14 @@ ENGINE_SPECS: tuple[EngineSpec, ...] = (
                backends=("cuda", "rocm", "cpu"), pip_extra="transformers",
                adapter=("evaluators.transformers_engine", "TransformersEngine"), accuracy_backend="hf",
                rules_module="transformers"),
+    # SGLang (github.com/sgl-project/sglang): planned only, no probe adapter in this project. Its quantizations:
+    # server_args.py QUANTIZATION_CHOICES (awq, gptq / *_marlin, fp8, w8a8_int8, w8a8_fp8 ...), the planner's
+    # families of them; --kv-cache-dtype auto (the model's dtype) / fp8_e5m2 / fp8_e4m3; --tp (tensor parallelism).
+    # CUDA only here: its ROCm build has no sourced terms in this project.
+    EngineSpec(name="sglang", aliases=("sgl",), label="SGLang",
+               quant_families=("float", "awq", "gptq", "fp8", "int8"), kv_dtypes=("bf16", "f16", "fp8"),
+               backends=("cuda",), min_compute_capability=_SGLANG_CC, split_modes=("tensor",),
+               rules_module="sglang"),  # its KV pool follows mem_fraction_static (engines/sglang.py memory_notes)
 )
 
 ENGINES: tuple[str, ...] = tuple(e.name for e in ENGINE_SPECS)
