@@ -67,9 +67,10 @@ def test_catalog_quants():
         "IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "IQ4_NL",
         "IQ4_XS", "MXFP4", "F16", "BF16",
         "AWQ-4bit", "GPTQ-4bit", "GPTQ-8bit", "FP8", "INT8-W8A8", "BNB-NF4", "BNB-INT8"}
-    assert QUANTS["F16"].engines == ["llama.cpp", "vllm", "transformers"]
-    assert QUANTS["Q4_K_M"].engines == ["llama.cpp"] and QUANTS["FP8"].engines == ["vllm"]
-    assert set(QUANTS["AWQ-4bit"].engines) == {"vllm", "transformers"} == set(QUANTS["GPTQ-4bit"].engines)
+    assert QUANTS["F16"].engines == ["llama.cpp", "vllm", "transformers", "sglang"]  # the records' order
+    assert QUANTS["Q4_K_M"].engines == ["llama.cpp"] and QUANTS["FP8"].engines == ["vllm", "sglang"]
+    assert set(QUANTS["AWQ-4bit"].engines) == {"vllm", "transformers", "sglang"} == set(QUANTS["GPTQ-4bit"].engines)
+    assert set(QUANTS["BNB-NF4"].engines) == {"vllm", "transformers"}
     assert RULES_VERSION
 
 

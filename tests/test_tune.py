@@ -23,7 +23,7 @@ def test_grid_optimum_matches_recommend_and_tune_reaches_it(cli):
     r = cli("tune", *SMALL, *limits, "--kv-dtype", "default", "--no-offload", "--trials", "30", "--json")
     assert r.code == 0, r.err
     d = r.json()
-    assert d["grid"]["size"] == rec.json()["counts"]["candidates"] == 10  # (1 + 1 + 3 engines) x 2 contexts
+    assert d["grid"]["size"] == rec.json()["counts"]["candidates"] == 12  # (1 + 1 + 4 engines) x 2 contexts
     opt = d["grid"]["optimum"][0]
     assert (opt["model"], opt["quant"], opt["engine"], opt["context_tokens"]) == \
            (top["model"], top["quant"], top["engine"], top["context_tokens"])
