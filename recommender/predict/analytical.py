@@ -193,8 +193,9 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
 
 
 def attention_layers(spec: ModelSpec) -> int:
-    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next)."""
-    return spec.num_layers - spec.num_linear_attn_layers
+    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next / Qwen3.5
+    Gated DeltaNet) and the Mamba-2 and MLP-only layers of a Nemotron-H pattern (ModelSpec.num_attention_layers)."""
+    return spec.num_attention_layers
 
 
 # llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
@@ -207,7 +208,10 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     llama.cpp src/llama-hparams.cpp: conv state n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state) and
     delta-rule state n_embd_s = d_state x d_inner per layer and sequence, with (Qwen3-Next, conversion/qwen.py)
     d_state = linear_key_head_dim, n_group = linear_num_key_heads, d_inner = linear_value_head_dim x
-    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32.
+    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32. Mamba-2 layers (Nemotron-H, src/models/
+    nemotron-h.cpp) hold the same two states with d_state = ssm_state_size, n_group = n_groups, d_inner =
+    mamba_num_heads x mamba_head_dim (the spec's linear_* fields), checked against llama.cpp's RS buffer in
+    tests/test_synthetic.py.
     """
     n = spec.num_linear_attn_layers
     if not n:
