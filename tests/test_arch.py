@@ -422,3 +422,33 @@ def test_nemotron_h_pattern_must_match_the_layers():
     with pytest.raises(UnsupportedArchitecture) as e:
         spec_from_config({**cfg, "hybrid_override_pattern": "ME*"}, "x/y")
     assert "hybrid_override_pattern" in e.value.message
+
+
+@pytest.mark.parametrize("name,cut", [
+    ("Qwen/Qwen3.5-27B", dict(num_hidden_layers=8, layer_types=None)),
+    ("Qwen/Qwen3.6-35B-A3B", dict(num_hidden_layers=4, layer_types=None, num_experts=8)),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", dict(num_hidden_layers=6, hybrid_override_pattern="MEM*EM",
+                                                        n_routed_experts=8)),
+    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", dict(num_hidden_layers=4, hybrid_override_pattern="M*EM",
+                                                          n_routed_experts=8, num_experts_per_tok=2)),
+    ("nvidia/Nemotron-H-56B-Base-8K", dict(num_hidden_layers=4, hybrid_override_pattern="M-*-")),
+])
+def test_hybrid_gguf_header_reads_back_the_layer_kinds(tmp_path, name, cut):
+    """A synthetic GGUF of a hybrid (the metadata the converters write) read back by spec_from_gguf: the same layer
+    kinds, recurrent sizes, MTP blocks and parameters as the config's spec, so a user's GGUF of these models is sized
+    as the catalog's config is."""
+    pytest.importorskip("gguf")
+    from recommender.probes.synthetic import build_synthetic_gguf  # noqa: PLC0415
+
+    cfg = json.loads(FILES[name].read_text(encoding="utf-8"))
+    cfg = {**cfg, **cfg.pop("text_config", {})}
+    cfg.update(hidden_size=256, vocab_size=512, **{k: v for k, v in cut.items() if v is not None})
+    if cut.get("layer_types", 1) is None:
+        cfg.pop("layer_types", None)
+    s = spec_from_config(cfg, name)
+    g, _info = spec_from_gguf(build_synthetic_gguf(s, "Q8_0", tmp_path / "h.gguf"))
+    fields = ("num_layers", "num_attention_layers", "num_linear_attn_layers", "nextn_layers", "layer_pattern",
+              "full_attention_interval", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+              "linear_value_head_dim", "linear_conv_kernel", "moe_latent_size", "num_experts", "params_total",
+              "params_active")
+    assert {f: getattr(g, f) for f in fields} == {f: getattr(s, f) for f in fields}

@@ -821,6 +821,41 @@ def _read_gguf(path: str | os.PathLike) -> tuple[GgufFileInfo, Any]:
                         tensor_count=len(tensors), tensors=tensors), header
 
 
+def _hybrid_fields_from_gguf(arch: str, kv: Any, block_count: int, n_experts: int, fname: str) -> dict[str, Any]:
+    """ModelSpec fields of a hybrid GGUF's recurrent layers, from the keys its converter writes: the ssm.* sizes
+    (Qwen3-Next / Qwen3.5: conversion/qwen.py; Nemotron-H: conversion/mamba.py + nemotron.py), the MTP block count,
+    and the layer kinds -- Qwen3-Next / Qwen3.5 by full_attention_interval (llama.cpp's default 4), Nemotron-H from the
+    per-layer head_count_kv / feed_forward_length arrays (attention where kv heads > 0, MLP / MoE where ff > 0, Mamba-2
+    where both are 0: src/models/nemotron-h.cpp load_arch_hparams). {} for other architectures."""
+    if arch not in ("qwen3next", "qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe"):
+        return {}
+
+    def num(key: str, default: Optional[int] = None) -> int:
+        v = kv(key, default)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise UserError(f"{fname}: GGUF header lacks {arch}.{key}", hint=_GGUF_HINT)
+        return v
+
+    heads, inner = num("ssm.time_step_rank"), num("ssm.inner_size")
+    nextn = num("nextn_predict_layers", 0)
+    out: dict[str, Any] = {
+        "linear_conv_kernel": num("ssm.conv_kernel"), "linear_key_head_dim": num("ssm.state_size"),
+        "linear_num_key_heads": num("ssm.group_count"), "linear_num_value_heads": heads,
+        "linear_value_head_dim": inner // heads if heads else 0, "nextn_layers": nextn}
+    trunk = block_count - nextn
+    if arch.startswith("qwen3"):
+        out["full_attention_interval"] = num("full_attention_interval", 4) or 4
+        return out
+    kv_heads, ffs = kv("attention.head_count_kv"), kv("feed_forward_length")
+    if not isinstance(kv_heads, list) or not isinstance(ffs, list) or len(kv_heads) < trunk or len(ffs) < trunk:
+        raise UserError(f"{fname}: a Nemotron-H GGUF needs per-layer head_count_kv and feed_forward_length arrays",
+                        hint=_GGUF_HINT)
+    out["layer_pattern"] = "".join("*" if kv_heads[i] else ("E" if n_experts else "-") if ffs[i] else "M"
+                                   for i in range(trunk))
+    out["moe_latent_size"] = num("moe_latent_size", 0)
+    return out
+
+
 @guard_parse("the GGUF header")
 def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
     """Read a .gguf header and return (ModelSpec, GgufFileInfo). Raises UserError on a bad / truncated file."""
@@ -907,6 +942,11 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
         if ctx and window >= ctx:
             window, n_swa = None, 0
 
+    hybrid = _hybrid_fields_from_gguf(arch, kv, L, E, p.name)
+    if hybrid:
+        L = L - hybrid["nextn_layers"]  # block_count counts the MTP blocks the converter appends
+        if arch.startswith("nemotron_h") and E:
+            ff = ff if "-" in hybrid["layer_pattern"] else 0
     blk0 = {n[len("blk.0."):] for n in shapes if n.startswith("blk.0.")}
     attention_bias = "attn_q.bias" in blk0 or "attn_qkv.bias" in blk0
     qk_norm = "attn_q_norm.weight" in blk0
@@ -923,7 +963,7 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
         num_experts=E, num_experts_per_tok=top_k, moe_intermediate_size=ff_exp if E else 0,
         num_shared_experts=n_shared, shared_expert_intermediate_size=ff_sh, first_k_dense_layers=first_dense,
         kv_lora_rank=kv_lora, q_lora_rank=q_lora, qk_rope_head_dim=qk_rope, qk_nope_head_dim=qk_nope,
-        v_head_dim=v_hd, source=str(p.resolve()), source_kind="gguf header",
+        v_head_dim=v_hd, **hybrid, source=str(p.resolve()), source_kind="gguf header",
         notes=f"GGUF file type {info.file_type_name or info.file_type}; general.name {info.name!r}",
     )
     # parameters straight from the header's tensor shapes (exact for this file)

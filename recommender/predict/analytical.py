@@ -145,6 +145,26 @@ def output_bytes(spec: ModelSpec, quant: str) -> int:
     return hit
 
 
+_MTP_CACHE: dict[tuple, tuple[int, int]] = {}
+
+
+def mtp_bytes(spec: ModelSpec, quant: str) -> tuple[int, int]:
+    """Bytes of the multi-token-prediction blocks a GGUF carries after the trunk (blk.{num_layers}...; Qwen3-Next /
+    Qwen3.5 / Nemotron-3-Super): part of the file, but llama.cpp does not load them unless asked for MTP drafting
+    (src/models/qwen35.cpp, qwen3next.cpp, nemotron-h.cpp: mtp_flags = TENSOR_SKIP without load_mtp, which
+    llama_model_default_params leaves false), so they take no memory and are not read per token. Returns (total,
+    routed-expert) bytes of those blocks."""
+    if not spec.nextn_layers:
+        return 0, 0
+    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
+    hit = _MTP_CACHE.get(key)
+    if hit is None:
+        trunk = tuple(f"blk.{i}." for i in range(spec.num_layers, spec.num_layers + spec.nextn_layers))
+        rows = [(name, n) for name, _t, n in weights_breakdown(spec, quant) if name.startswith(trunk)]
+        hit = _MTP_CACHE[key] = (sum(n for _name, n in rows), sum(n for name, n in rows if "_exps." in name))
+    return hit
+
+
 # ------------------------------------------------------------------------------------------------------------
 # KV cache
 # ------------------------------------------------------------------------------------------------------------
@@ -583,7 +603,11 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
         # a tied output projection is loaded on the GPU as well.
         host = embd_b
-    gpu_weights = wbytes - host + (embd_b if host and spec.tie_word_embeddings else 0)
+    resident = wbytes
+    if engine == "llama.cpp" and spec.nextn_layers:
+        mtp_total, mtp_experts = mtp_bytes(spec, quant)  # MTP blocks: in the file, not loaded
+        resident, expert_b = wbytes - mtp_total, max(expert_b - mtp_experts, 0)
+    gpu_weights = resident - host + (embd_b if host and spec.tie_word_embeddings else 0)
     kv_pt = kv_bytes_per_token(spec, engine, kv_dtype)
     kv_total = kv_cache_bytes(spec, context_tokens, batch, engine, kv_dtype)
     gpu_frac = 1.0  # share of the repeating layers (and of their KV cache) on the GPU
@@ -596,7 +620,7 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
         out_b = output_bytes(spec, quant)
         if spec.tie_word_embeddings:
             out_b += embd_b  # a tied output projection is loaded where the output layer is (see `host` above)
-        blocks = max(wbytes - embd_b - output_bytes(spec, quant), 0)
+        blocks = max(resident - embd_b - output_bytes(spec, quant), 0)
         gpu_blocks = max(gpu_layers - 1, 0)
         gpu_frac = gpu_blocks / n_layers
         out_gpu = out_b if gpu_layers >= 1 else 0
