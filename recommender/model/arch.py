@@ -63,6 +63,9 @@ GGUF_ARCH = {
     # Nemotron-H / Nemotron-3: Mamba-2 / attention / MLP-or-MoE layers by hybrid_override_pattern
     # (conversion/nemotron.py NemotronHModel: "nemotron_h_moe" when the config has experts, src/models/nemotron-h.cpp)
     "nemotron_h": "nemotron_h",
+    # GLM-4.7-Flash: DeepSeek-V2's MLA + MoE layout (conversion/glm.py Glm4MoeLiteModel(DeepseekV2Model), "deepseek2";
+    # its MTP layers only when the config states num_nextn_predict_layers, which this code then refuses)
+    "glm4_moe_lite": "deepseek2",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -84,7 +87,6 @@ UNSUPPORTED_REASONS = {
     "gemma4_text": "per-layer embeddings, shared-KV layers and per-layer head sizes of Gemma-4 are not modelled",
     "mllama_text_model": "interleaved cross-attention layers (Llama-3.2-Vision) are not modelled",
     "deepseek_v32": "DeepSeek sparse attention (the lightning indexer's tensors and its key cache) is not modelled",
-    "glm4_moe_lite": "GLM-4.7-Flash's MLA + MoE layout is not modelled",
     "minimax_m2": "MiniMax-M2's full-width q/k norms and MoE layout are not modelled",
     "mimo": "MiMo's multi-token-prediction layers are not modelled",
     "mimo_v2_flash": "MiMo-V2's hybrid sliding-window attention with differing head sizes and MTP layers are not "
@@ -184,6 +186,10 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
 
     used_defaults: list[str] = []
     defaults = LIBRARY_DEFAULTS.get(model_type, {})
+    if model_type == "nemotron_h" and isinstance(cfg.get("layers_block_type"), list) \
+            and cfg.get("num_hidden_layers") is None:
+        # Nemotron-3-Ultra lists its layers by name only (conversion/nemotron.py: num_hidden_layers = its length)
+        cfg = {**cfg, "num_hidden_layers": len(cfg["layers_block_type"])}
 
     def get(*keys: str, required: bool = True, default: Any = None) -> Any:
         v = _first(cfg, *keys)
@@ -247,7 +253,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
             end = get("moe_layer_end_index", required=False)
             if end is not None and end not in (-1, n_layers - 1):
                 raise UnsupportedArchitecture(f"config for {model_id}: moe_layer_end_index {end} is not modelled")
-        elif model_type.startswith("deepseek") or model_type == "kimi_k2":
+        elif model_type.startswith("deepseek") or model_type in ("kimi_k2", "glm4_moe_lite"):
             # DeepSeek-V2 modeling_deepseek.py: shared experts are one MLP of width moe_intermediate_size * n_shared
             n_shared = _as_int(get("n_shared_experts", required=False, default=0), "n_shared_experts", model_id)
             shared_ff = moe_ff * n_shared
@@ -395,6 +401,12 @@ def _nemotron_h_fields(cfg: dict, get: Any, model_id: str, n_layers: int, n_expe
     ssm_d_inner = mamba_num_heads x mamba_head_dim, ssm_dt_rank = mamba_num_heads, ssm_group_count = n_groups,
     ssm_state_size, ssm_conv_kernel)."""
     pattern = cfg.get("hybrid_override_pattern")
+    names = cfg.get("layers_block_type")
+    if pattern is None and isinstance(names, list):
+        # the list form (Nemotron-3-Ultra; conversion/nemotron.py _SSM / _ATTN / _MLP_LAYER_TYPES)
+        kind = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "moe": "E",
+                "mlp": "-"}
+        pattern = "".join(kind.get(str(x), "?") for x in names)
     if not isinstance(pattern, str) or len(pattern) != n_layers or not set(pattern) <= _NEMOTRON_LAYER_KINDS:
         raise UnsupportedArchitecture(f"config for {model_id}: a Nemotron-H config needs hybrid_override_pattern, "
                                       f"one of M * - E per layer ({n_layers} layers)")
