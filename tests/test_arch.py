@@ -452,3 +452,16 @@ def test_hybrid_gguf_header_reads_back_the_layer_kinds(tmp_path, name, cut):
               "linear_value_head_dim", "linear_conv_kernel", "moe_latent_size", "num_experts", "params_total",
               "params_active")
     assert {f: getattr(g, f) for f in fields} == {f: getattr(s, f) for f in fields}
+
+
+def test_minimax_m2_and_glm47_flash_counts():
+    """MiniMax-M2 card: 230B total, 10B active (ours: 228.7B; 10.4B active without the input embedding); GLM-4.7-Flash
+    card: a 30B-A3B MoE (ours 29.9B from the aiconfigurator config copy, which states no MTP layer)."""
+    m = spec("MiniMaxAI/MiniMax-M2.5")
+    assert 228e9 < m.params_total < 231e9 and round((m.params_active - m.vocab_size * m.hidden_size) / 1e9) == 10
+    sh = shapes(m)
+    assert sh["blk.0.attn_q_norm.weight"] == (48 * 128,) and sh["blk.0.attn_k_norm.weight"] == (8 * 128,)
+    assert sh["blk.0.ffn_exp_probs_b.bias"] == (256,) and "blk.0.ffn_gate_shexp.weight" not in sh
+    g = spec("zai-org/GLM-4.7-Flash")
+    assert g.is_mla and (g.kv_lora_rank, g.q_lora_rank, g.first_k_dense_layers) == (512, 768, 1)
+    assert round(g.params_total / 1e9) == 30 and 3e9 < g.params_active < 4e9

@@ -189,6 +189,8 @@ def test_tiny_moe_runs_in_llama_cpp(tmp_path, quant):
     ("internlm__internlm2_5-7b-chat", 2),
     ("baichuan-inc__Baichuan2-7B-Chat", 2),
     ("openbmb__MiniCPM-2B-sft-bf16", 2),
+    ("MiniMaxAI__MiniMax-M2.5", 2),  # minimax-m2: full-width q/k norms, router bias, every layer MoE
+    ("zai-org__GLM-4.7-Flash", 2),  # GLM-4.7-Flash: deepseek2 (MLA + q_lora, leading dense layer, shared expert)
 ])
 def test_other_architectures_run(tmp_path, name, layers):
     spec = shrunk(name, layers=layers, experts=8)

@@ -66,6 +66,9 @@ GGUF_ARCH = {
     # GLM-4.7-Flash: DeepSeek-V2's MLA + MoE layout (conversion/glm.py Glm4MoeLiteModel(DeepseekV2Model), "deepseek2";
     # its MTP layers only when the config states num_nextn_predict_layers, which this code then refuses)
     "glm4_moe_lite": "deepseek2",
+    # MiniMax-M2 / M2.x: full-width q/k RMSNorms, every layer MoE with a router bias, no shared expert
+    # (conversion/minimax.py MiniMaxM2Model, src/models/minimax-m2.cpp); the checkpoints' MTP modules are not converted
+    "minimax_m2": "minimax-m2",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -75,7 +78,7 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "llama4": "llama4_text", "ernie4_5-moe": "ernie4_5_moe", "qwen3vl": "qwen3_vl_text",
     "qwen3vlmoe": "qwen3_vl_moe_text", "qwen2vl": "qwen2_5_vl", "mistral3": "mistral3", "olmo2": "olmo2",
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
-    "qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
+    "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
     "nemotron_h_moe": "nemotron_h",
 }
 
@@ -87,7 +90,6 @@ UNSUPPORTED_REASONS = {
     "gemma4_text": "per-layer embeddings, shared-KV layers and per-layer head sizes of Gemma-4 are not modelled",
     "mllama_text_model": "interleaved cross-attention layers (Llama-3.2-Vision) are not modelled",
     "deepseek_v32": "DeepSeek sparse attention (the lightning indexer's tensors and its key cache) is not modelled",
-    "minimax_m2": "MiniMax-M2's full-width q/k norms and MoE layout are not modelled",
     "mimo": "MiMo's multi-token-prediction layers are not modelled",
     "mimo_v2_flash": "MiMo-V2's hybrid sliding-window attention with differing head sizes and MTP layers are not "
                      "modelled",
@@ -515,7 +517,9 @@ def is_moe_layer(key: ArchKey, i: int) -> bool:
 _POST_NORM_ONLY = {"olmo2", "exaone4"}  # attn_post_norm + ffn_post_norm, no pre-norms (olmo2.cpp, exaone4.cpp)
 _NO_FFN_NORM = {"command-r"}  # one attn_norm per layer, parallel attention + MLP (command-r.cpp)
 _NORM_BIAS = {"stablelm"}  # LayerNorm with bias: attn_norm / ffn_norm / output_norm .bias (stablelm.cpp)
-_FULL_WIDTH_QK_NORM = {"olmo2"}  # attn_q_norm {n_embd}, attn_k_norm {n_head_kv * head_dim} (olmo2.cpp)
+# attn_q_norm {n_head * head_dim}, attn_k_norm {n_head_kv * head_dim} (olmo2.cpp, minimax-m2.cpp)
+_FULL_WIDTH_QK_NORM = {"olmo2", "minimax-m2"}
+_ROUTER_BIAS = {"minimax-m2"}  # ffn_exp_probs_b.bias {n_expert} per MoE layer (minimax-m2.cpp)
 _ALWAYS_TIED = {"command-r"}  # command-r.cpp: output = token_embd (TENSOR_DUPLICATED)
 
 
@@ -583,6 +587,8 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             t += [(b + "ffn_gate_inp.weight", (H, E)),
                   (b + "ffn_gate_exps.weight", (H, ff_exp, E), E), (b + "ffn_up_exps.weight", (H, ff_exp, E), E),
                   (b + "ffn_down_exps.weight", (ff_exp, H, E), E)]
+            if arch in _ROUTER_BIAS:
+                t += [(b + "ffn_exp_probs_b.bias", (E,))]
             if gpt_oss:
                 # router and expert biases (openai-moe.cpp): ffn_*_exps.bias {n_ff_exp or n_embd, n_expert}
                 t += [(b + "ffn_gate_inp.bias", (E,)), (b + "ffn_gate_exps.bias", (ff_exp, E), E),
