@@ -99,7 +99,29 @@ UNSUPPORTED_REASONS = {
     "glm4v": "GLM-4V's text model (glm4 post-norms, fused gate/up) is not modelled",
     "chatglm": "ChatGLM's fused qkv / gate-up layout and its config keys are not modelled",
     "minicpm3": "MiniCPM3's multi-head latent attention config (no v_head_dim) is not modelled",
+    "kimi_linear": "Kimi Delta Attention layers (their conv / delta-rule state) and the MLA layers between them are "
+                   "not modelled",
+    "glm_moe_dsa": "GLM-5's MLA with the DSA lightning indexer (its tensors and key cache) is not modelled",
+    "deepseek_v4": "DeepSeek-V4's sliding-window MLA with the lightning indexer is not modelled",
+    "minimax_m3": "MiniMax-M3's sparse-attention indexer and its leading dense layers are not modelled",
 }
+# What the refused types are in the vendored llama.cpp of llama-cpp-python 0.3.36 (src/llama-arch.cpp; conversion/ of
+# convert_hf_to_gguf.py): the engine runs these, only the sizing here is missing -- the refusal says so, so a user
+# knows llama.cpp itself would load the model. A refused type not listed here has no llama.cpp architecture there.
+_LLAMA_CPP_ARCH_OF_REFUSED = {
+    "nemotron-nas": "deci", "lfm2": "lfm2", "gemma4_text": "gemma4", "deepseek_v32": "deepseek32",
+    "mimo_v2_flash": "mimo2", "bailing_moe": "bailingmoe", "chatglm": "chatglm", "minicpm3": "minicpm3",
+    "kimi_linear": "kimi-linear", "glm_moe_dsa": "glm-dsa", "deepseek_v4": "deepseek4", "minimax_m3": "minimax-m3",
+}
+
+
+def refusal_reason(model_type: str) -> str:
+    """Why a model type is not sized, and whether llama.cpp 0.3.36 could run it (per engine: none is planned)."""
+    reason = UNSUPPORTED_REASONS.get(model_type, "its tensor layout is not modelled")
+    arch = _LLAMA_CPP_ARCH_OF_REFUSED.get(model_type)
+    engine = (f"llama.cpp 0.3.36 has it (architecture {arch!r}) but no engine is planned until it is sized"
+              if arch else "llama.cpp 0.3.36 has no architecture for it either")
+    return f"{reason}; {engine}"
 
 
 # transformers model classes -> model_type, for configs that name only "architectures"
@@ -181,7 +203,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         raise UnsupportedArchitecture(f"config for {model_id} names no architecture (no 'architectures' and no "
                                       "'model_type')", hint="give the config.json as published with the weights")
     if model_type not in GGUF_ARCH:
-        reason = UNSUPPORTED_REASONS.get(model_type, "its tensor layout is not modelled")
+        reason = refusal_reason(model_type)
         raise UnsupportedArchitecture(
             f"config for {model_id}: model type {model_type or architecture!r} is not supported ({reason})",
             hint=f"supported model types: {', '.join(sorted(GGUF_ARCH))}")
