@@ -461,7 +461,7 @@ def test_minimax_m2_and_glm47_flash_counts():
     assert 228e9 < m.params_total < 231e9 and round((m.params_active - m.vocab_size * m.hidden_size) / 1e9) == 10
     sh = shapes(m)
     assert sh["blk.0.attn_q_norm.weight"] == (48 * 128,) and sh["blk.0.attn_k_norm.weight"] == (8 * 128,)
-    assert sh["blk.0.ffn_exp_probs_b.bias"] == (256,) and "blk.0.ffn_gate_shexp.weight" not in sh
+    assert sh["blk.0.exp_probs_b.bias"] == (256,) and "blk.0.ffn_gate_shexp.weight" not in sh
     g = spec("zai-org/GLM-4.7-Flash")
     assert g.is_mla and (g.kv_lora_rank, g.q_lora_rank, g.first_k_dense_layers) == (512, 768, 1)
     assert round(g.params_total / 1e9) == 30 and 3e9 < g.params_active < 4e9

@@ -507,12 +507,12 @@ class ArchKey(NamedTuple):
 
 def gguf_arch(spec: ModelSpec) -> str:
     """llama.cpp architecture name for a spec (GGUF ``general.architecture``)."""
+    if spec.model_type == "nemotron_h" and spec.num_experts:
+        return "nemotron_h_moe"  # conversion/nemotron.py: the MoE configs are converted as nemotron_h_moe
     if spec.model_type in GGUF_ARCH:
         return GGUF_ARCH[spec.model_type]
     if spec.source_kind == "gguf header":
         return spec.architecture
-    if spec.model_type == "nemotron_h" and spec.num_experts:
-        return "nemotron_h_moe"
     # a spec stored before unsupported types were refused: the llama layout (never produced by spec_from_config now)
     return "llama"
 
@@ -541,7 +541,7 @@ _NO_FFN_NORM = {"command-r"}  # one attn_norm per layer, parallel attention + ML
 _NORM_BIAS = {"stablelm"}  # LayerNorm with bias: attn_norm / ffn_norm / output_norm .bias (stablelm.cpp)
 # attn_q_norm {n_head * head_dim}, attn_k_norm {n_head_kv * head_dim} (olmo2.cpp, minimax-m2.cpp)
 _FULL_WIDTH_QK_NORM = {"olmo2", "minimax-m2"}
-_ROUTER_BIAS = {"minimax-m2"}  # ffn_exp_probs_b.bias {n_expert} per MoE layer (minimax-m2.cpp)
+_ROUTER_BIAS = {"minimax-m2"}  # exp_probs_b.bias {n_expert} per MoE layer (minimax-m2.cpp)
 _ALWAYS_TIED = {"command-r"}  # command-r.cpp: output = token_embd (TENSOR_DUPLICATED)
 
 
@@ -610,7 +610,7 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
                   (b + "ffn_gate_exps.weight", (H, ff_exp, E), E), (b + "ffn_up_exps.weight", (H, ff_exp, E), E),
                   (b + "ffn_down_exps.weight", (ff_exp, H, E), E)]
             if arch in _ROUTER_BIAS:
-                t += [(b + "ffn_exp_probs_b.bias", (E,))]
+                t += [(b + "exp_probs_b.bias", (E,))]
             if gpt_oss:
                 # router and expert biases (openai-moe.cpp): ffn_*_exps.bias {n_ff_exp or n_embd, n_expert}
                 t += [(b + "ffn_gate_inp.bias", (E,)), (b + "ffn_gate_exps.bias", (ff_exp, E), E),
@@ -720,7 +720,7 @@ def _nemotron_h_block(key: ArchKey, i: int, b: str) -> list[tuple]:
             t += [(b + "post_attention_norm.weight", (H,))]
         lat = key.moe_latent_size or H
         ff_exp, ff_sh = key.moe_intermediate_size, key.shared_expert_intermediate_size
-        t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "ffn_exp_probs_b.bias", (E,))]
+        t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "exp_probs_b.bias", (E,))]
         if key.moe_latent_size:
             t += [(b + "ffn_latent_down.weight", (H, lat)), (b + "ffn_latent_up.weight", (lat, H))]
         t += [(b + "ffn_down_exps.weight", (ff_exp, lat, E), E), (b + "ffn_up_exps.weight", (lat, ff_exp, E), E),

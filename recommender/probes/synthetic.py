@@ -285,6 +285,8 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
             w.add_expert_shared_count(spec.num_shared_experts)
             if spec.shared_expert_intermediate_size:
                 w.add_expert_shared_feed_forward_length(spec.shared_expert_intermediate_size)
+        if arch == "minimax-m2":
+            w.add_uint32(f"{arch}.expert_gating_func", 2)  # sigmoid (config scoring_func; llama.cpp aborts without)
         if nemotron:
             w.add_expert_weights_norm(True)  # NemotronHConfig norm_topk_prob, routed_scaling_factor
             w.add_expert_weights_scale(2.5)
