@@ -455,17 +455,27 @@ def test_qwen35_cut_keeps_kv_only_in_full_attention_layers(tmp_path, capfd, name
     recurrent state for the DeltaNet layers; both buffers are the estimate's to 0.01 MiB."""
     from recommender.predict.analytical import kv_cache_bytes, recurrent_state_bytes  # noqa: PLC0415
 
+    import re  # noqa: PLC0415
+
+    from recommender.predict.analytical import mtp_bytes  # noqa: PLC0415
+
     spec = shrunk(name, layers=4, experts=8, **QWEN35_SMALL, **extra)
     assert (spec.num_linear_attn_layers, spec.num_attention_layers, spec.nextn_layers) == (3, 1, 1)
     assert gguf_arch(spec) == ("qwen35moe" if spec.num_experts else "qwen35")
     path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "q35.gguf")
     check_file(path, spec, "Q8_0")
     n_ctx = 512
-    got = _buffers(llama_cpp_log(path, n_ctx, capfd))
+    log = llama_cpp_log(path, n_ctx, capfd, use_mmap=False)  # without mmap the model buffer holds what is loaded
+    got = _buffers(log)
     state = recurrent_state_bytes(spec, 1)
     assert got["n_kv"] and got["n_rs"], got
     assert abs(got["kv"] - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20, got
     assert abs(got["rs"] - state) <= 0.01 * 2**20, got
+    # the MTP block is in the file but llama.cpp does not load it (TENSOR_SKIP without load_mtp)
+    loaded = sum(float(x) for x in re.findall(r"CPU model buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    mtp = mtp_bytes(spec, "Q8_0")[0]
+    assert mtp > 0.1 * weights_bytes(spec, "Q8_0")
+    assert abs(loaded - (weights_bytes(spec, "Q8_0") - mtp)) <= 0.01 * 2**20, (loaded, mtp)
 
 
 NEMOTRON_SMALL = dict(mamba_num_heads=8, mamba_head_dim=32, n_groups=2, ssm_state_size=32)
