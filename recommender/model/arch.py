@@ -112,6 +112,7 @@ _LLAMA_CPP_ARCH_OF_REFUSED = {
     "nemotron-nas": "deci", "lfm2": "lfm2", "gemma4_text": "gemma4", "deepseek_v32": "deepseek32",
     "mimo_v2_flash": "mimo2", "bailing_moe": "bailingmoe", "chatglm": "chatglm", "minicpm3": "minicpm3",
     "kimi_linear": "kimi-linear", "glm_moe_dsa": "glm-dsa", "deepseek_v4": "deepseek4", "minimax_m3": "minimax-m3",
+    "MiniCPM3ForCausalLM": "minicpm3", "glm4v": "glm4", "step3p7": "step35",
 }
 
 
