@@ -95,13 +95,14 @@ def test_every_catalog_config_parses_or_is_refused_with_a_reason():
             continue
         assert s.params_total > 0 and 0 < s.params_active <= s.params_total
     for model in ("google/gemma-4-31B",
-                  "meta-llama/Llama-3.2-11B-Vision-Instruct", "LiquidAI/LFM2.5-VL-1.6B",
+                  "meta-llama/Llama-3.2-11B-Vision-Instruct",
                   "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "deepseek-ai/DeepSeek-V3.2"):
         assert model in refused, model
     for model in ("openai/gpt-oss-20b", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "moonshotai/Kimi-K2-Instruct",
                   "baidu/ERNIE-4.5-21B-A3B-Thinking", "mistralai/Voxtral-Mini-3B-2507",
                   "Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.6-35B-A3B",
-                  "nvidia/Nemotron-H-56B-Base-8K", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"):
+                  "nvidia/Nemotron-H-56B-Base-8K", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+                  "LiquidAI/LFM2.5-VL-1.6B", "MiniMaxAI/MiniMax-M2.5", "zai-org/GLM-4.7-Flash"):
         assert model not in refused, model
 
 
@@ -432,6 +433,7 @@ def test_nemotron_h_pattern_must_match_the_layers():
     ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", dict(num_hidden_layers=4, hybrid_override_pattern="M*EM",
                                                           n_routed_experts=8, num_experts_per_tok=2)),
     ("nvidia/Nemotron-H-56B-Base-8K", dict(num_hidden_layers=4, hybrid_override_pattern="M-*-")),
+    ("LiquidAI/LFM2.5-VL-1.6B", dict(num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"])),
 ])
 def test_hybrid_gguf_header_reads_back_the_layer_kinds(tmp_path, name, cut):
     """A synthetic GGUF of a hybrid (the metadata the converters write) read back by spec_from_gguf: the same layer
@@ -443,7 +445,7 @@ def test_hybrid_gguf_header_reads_back_the_layer_kinds(tmp_path, name, cut):
     cfg = json.loads(FILES[name].read_text(encoding="utf-8"))
     cfg = {**cfg, **cfg.pop("text_config", {})}
     cfg.update(hidden_size=256, vocab_size=512, **{k: v for k, v in cut.items() if v is not None})
-    if cut.get("layer_types", 1) is None:
+    if "layer_types" in cut and cut["layer_types"] is None:
         cfg.pop("layer_types", None)
     s = spec_from_config(cfg, name)
     g, _info = spec_from_gguf(build_synthetic_gguf(s, "Q8_0", tmp_path / "h.gguf"))
@@ -465,3 +467,16 @@ def test_minimax_m2_and_glm47_flash_counts():
     g = spec("zai-org/GLM-4.7-Flash")
     assert g.is_mla and (g.kv_lora_rank, g.q_lora_rank, g.first_k_dense_layers) == (512, 768, 1)
     assert round(g.params_total / 1e9) == 30 and 3e9 < g.params_active < 4e9
+
+
+def test_lfm2_counts_and_short_convolutions():
+    """LFM2-1.2B (the language model of LFM2.5-VL-1.6B, config text_config) card: 1,170,340,608 parameters; 10 short-
+    convolution layers (a (L_cache - 1) x hidden conv state each, no KV) and 6 attention layers; the MLP width the
+    converter writes is 2/3 of block_ff_dim rounded to 256 (8192)."""
+    s = spec("LiquidAI/LFM2.5-VL-1.6B")
+    assert s.params_total == 1_170_340_608 and s.tie_word_embeddings
+    assert (s.num_linear_attn_layers, s.num_attention_layers, s.intermediate_size) == (10, 6, 8192)
+    sh = shapes(s)
+    assert sh["blk.0.shortconv.conv.weight"] == (3, 2048) and sh["blk.0.shortconv.in_proj.weight"] == (2048, 6144)
+    assert sh["blk.2.attn_k.weight"] == (2048, 8 * 64) and "output.weight" not in sh
+    assert "token_embd_norm.weight" in sh and "output_norm.weight" not in sh

@@ -505,3 +505,22 @@ def test_nemotron_h_cut_keeps_kv_only_in_attention_layers(tmp_path, capfd, name,
     assert got["n_kv"] and got["n_rs"], got
     assert abs(got["kv"] - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20, got
     assert abs(got["rs"] - state) <= 0.01 * 2**20, got
+
+
+
+def test_lfm2_cut_keeps_kv_only_in_attention_layers(tmp_path, capfd):
+    """A 4-layer LFM2 cut (conv, conv, attention, conv): llama.cpp (lfm2) caches K/V for the attention layer and holds
+    a short-convolution state of (L_cache - 1) x n_embd F32 for each conv layer; both are the estimate's."""
+    from recommender.predict.analytical import kv_cache_bytes, recurrent_state_bytes  # noqa: PLC0415
+
+    spec = shrunk("LiquidAI__LFM2.5-VL-1.6B", layers=4, layer_types=["conv", "conv", "full_attention", "conv"],
+                  block_ff_dim=768)
+    assert (spec.num_linear_attn_layers, spec.num_attention_layers, gguf_arch(spec)) == (3, 1, "lfm2")
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "lfm2.gguf")
+    check_file(path, spec, "Q8_0")
+    n_ctx = 512
+    got = _buffers(llama_cpp_log(path, n_ctx, capfd))
+    state = recurrent_state_bytes(spec, 1)
+    assert state == 3 * 2 * 256 * 4 and got["n_kv"] and got["n_rs"], got
+    assert abs(got["kv"] - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20, got
+    assert abs(got["rs"] - state) <= 0.01 * 2**20, got

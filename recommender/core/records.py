@@ -155,7 +155,9 @@ class ModelSpec(Strict):
     # M = a Mamba-2 mixer (a fixed SSM + conv state; its sizes in the linear_* fields: linear_num_key_heads = n_groups,
     # linear_key_head_dim = ssm_state_size, linear_num_value_heads = mamba_num_heads, linear_value_head_dim =
     # mamba_head_dim, linear_conv_kernel = conv_kernel), * = attention (the only layers with a KV cache), - = a dense
-    # MLP, E = an MoE block. None: every layer is attention + MLP (or the full_attention_interval hybrid above).
+    # MLP, E = an MoE block. LFM2 uses C = a gated short-convolution layer (a conv state of (linear_conv_kernel - 1) x
+    # hidden_size) and * = attention, each with its MLP. None: every layer is attention + MLP (or the
+    # full_attention_interval hybrid above).
     layer_pattern: Optional[str] = None
     moe_latent_size: int = 0  # Nemotron-3-Super latent MoE: the routed experts work in a moe_latent_size-wide space
     # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
@@ -200,7 +202,7 @@ class ModelSpec(Strict):
     def num_linear_attn_layers(self) -> int:
         """Trunk layers without a KV cache (linear attention); 0 for a plain transformer."""
         if self.layer_pattern:
-            return self.layer_pattern.count("M")
+            return self.layer_pattern.count("M") + self.layer_pattern.count("C")
         k = self.full_attention_interval
         return self.num_layers - self.num_layers // k if k else 0
 

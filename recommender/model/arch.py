@@ -69,6 +69,9 @@ GGUF_ARCH = {
     # MiniMax-M2 / M2.x: full-width q/k RMSNorms, every layer MoE with a router bias, no shared expert
     # (conversion/minimax.py MiniMaxM2Model, src/models/minimax-m2.cpp); the checkpoints' MTP modules are not converted
     "minimax_m2": "minimax-m2",
+    # LFM2 / LFM2.5 (the text model of LFM2-VL too): gated short-convolution layers and GQA layers with q/k norms by
+    # layer_types (conversion/lfm2.py LFM2Model, src/models/lfm2.cpp)
+    "lfm2": "lfm2",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -78,7 +81,7 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "llama4": "llama4_text", "ernie4_5-moe": "ernie4_5_moe", "qwen3vl": "qwen3_vl_text",
     "qwen3vlmoe": "qwen3_vl_moe_text", "qwen2vl": "qwen2_5_vl", "mistral3": "mistral3", "olmo2": "olmo2",
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
-    "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
+    "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "lfm2": "lfm2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
     "nemotron_h_moe": "nemotron_h",
 }
 
@@ -86,7 +89,6 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
 # any type outside GGUF_ARCH is refused; these get a specific reason.
 UNSUPPORTED_REASONS = {
     "nemotron-nas": "per-layer block_configs (layers of different widths, some without attention) are not modelled",
-    "lfm2": "short-convolution layers (shortconv tensors, no KV cache in those layers) are not modelled",
     "gemma4_text": "per-layer embeddings, shared-KV layers and per-layer head sizes of Gemma-4 are not modelled",
     "mllama_text_model": "interleaved cross-attention layers (Llama-3.2-Vision) are not modelled",
     "deepseek_v32": "DeepSeek sparse attention (the lightning indexer's tensors and its key cache) is not modelled",
@@ -109,7 +111,7 @@ UNSUPPORTED_REASONS = {
 # convert_hf_to_gguf.py): the engine runs these, only the sizing here is missing -- the refusal says so, so a user
 # knows llama.cpp itself would load the model. A refused type not listed here has no llama.cpp architecture there.
 _LLAMA_CPP_ARCH_OF_REFUSED = {
-    "nemotron-nas": "deci", "lfm2": "lfm2", "gemma4_text": "gemma4", "deepseek_v32": "deepseek32",
+    "nemotron-nas": "deci", "gemma4_text": "gemma4", "deepseek_v32": "deepseek32",
     "mimo_v2_flash": "mimo2", "bailing_moe": "bailingmoe", "chatglm": "chatglm", "minicpm3": "minicpm3",
     "kimi_linear": "kimi-linear", "glm_moe_dsa": "glm-dsa", "deepseek_v4": "deepseek4", "minimax_m3": "minimax-m3",
     "MiniCPM3ForCausalLM": "minicpm3", "glm4v": "glm4", "step3p7": "step35",
@@ -149,11 +151,11 @@ LIBRARY_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma": {"head_dim": 256},
 }
 # Gemma*Config(tie_word_embeddings=True); CohereConfig(tie_word_embeddings=True)
-_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "cohere"}
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "cohere", "lfm2"}  # + Lfm2Config(tie_word_embeddings=True)
 
 # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True); StableLM-2 when use_qkv_bias (read below)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}
-_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
+_QK_NORM_TYPES = {"lfm2", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
                   "olmo3", "exaone4"}
 _POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
 
@@ -383,6 +385,8 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
                                               "(llama.cpp's qwen35 layout assumes equal sizes)")
     elif model_type == "nemotron_h":
         linear, dense_ff = _nemotron_h_fields(cfg, get, model_id, n_layers, n_experts, dense_ff)
+    elif model_type == "lfm2":
+        linear, dense_ff = _lfm2_fields(cfg, get, model_id, n_layers, dense_ff)
     if used_defaults:
         extra = f"library defaults used for keys absent from config.json: {', '.join(used_defaults)}"
         notes = f"{notes}; {extra}" if notes else extra
@@ -417,6 +421,28 @@ def _check_interval_layer_types(layer_types: Any, interval: int, n_layers: int, 
 
 
 _NEMOTRON_LAYER_KINDS = frozenset("M*-E")
+
+
+def _lfm2_fields(cfg: dict, get: Any, model_id: str, n_layers: int, dense_ff: int) -> tuple[dict[str, Any], int]:
+    """(ModelSpec fields, MLP width) of an LFM2 config: the layer kinds as a pattern (C = gated short convolution,
+    * = attention) and conv_L_cache, and the MLP width the converter writes (conversion/lfm2.py
+    _add_feed_forward_length: with block_auto_adjust_ff_dim, int(2/3 ff), times block_ffn_dim_multiplier, rounded up
+    to block_multiple_of)."""
+    kinds = cfg.get("layer_types")
+    if not isinstance(kinds, list) or len(kinds) != n_layers or not set(kinds) <= {"conv", "full_attention"}:
+        raise UnsupportedArchitecture(f"config for {model_id}: an LFM2 config needs layer_types, conv or "
+                                      f"full_attention for each of its {n_layers} layers")
+    ff = _as_int(get("block_ff_dim", "intermediate_size"), "block_ff_dim", model_id)
+    if cfg.get("block_auto_adjust_ff_dim"):
+        ff = int(2 * ff / 3)
+        mult = cfg.get("block_ffn_dim_multiplier")
+        if mult is not None:
+            ff = int(float(mult) * ff)
+        step = _as_int(get("block_multiple_of", required=False, default=256), "block_multiple_of", model_id) or 1
+        ff = step * ((ff + step - 1) // step)
+    pattern = "".join("C" if k == "conv" else "*" for k in kinds)
+    return {"layer_pattern": pattern,
+            "linear_conv_kernel": _as_int(get("conv_L_cache"), "conv_L_cache", model_id)}, ff or dense_ff
 
 
 def _nemotron_h_fields(cfg: dict, get: Any, model_id: str, n_layers: int, n_experts: int,
@@ -558,6 +584,8 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
     q_dim, kv_dim = nh * hd, nkv * hd
     next_ = arch in ("qwen3next", "qwen35", "qwen35moe")
     nemotron = arch in ("nemotron_h", "nemotron_h_moe")
+    if arch == "lfm2":
+        return _lfm2_inventory(key)
     for i in range(L + nextn):
         b = f"blk.{i}."
         t: list[tuple] = []  # (name, shape) or (name, shape, expert_count)
@@ -729,6 +757,32 @@ def _nemotron_h_block(key: ArchKey, i: int, b: str) -> list[tuple]:
     return t
 
 
+def _lfm2_inventory(key: ArchKey) -> tuple[RawTensor, ...]:
+    """LFM2 as src/models/lfm2.cpp loads it: per layer attn_norm (the operator norm), ffn_norm and a gated MLP; a
+    conv layer has shortconv.conv {L_cache, n_embd}, shortconv.in_proj {n_embd, 3 n_embd} and shortconv.out_proj; an
+    attention layer q / k / v / output with per-head q / k norms. The final norm is named token_embd_norm (llama.cpp's
+    LLM_TENSOR_OUTPUT_NORM_LFM2); the output projection is the tied embedding unless the checkpoint has its own."""
+    H, nh, nkv, hd, ff, V = (key.hidden_size, key.num_attention_heads, key.num_kv_heads, key.head_dim,
+                             key.intermediate_size, key.vocab_size)
+    out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
+    for i, kind in enumerate(key.layer_pattern or ""):
+        b = f"blk.{i}."
+        t = [(b + "attn_norm.weight", (H,)), (b + "ffn_norm.weight", (H,)), (b + "ffn_gate.weight", (H, ff)),
+             (b + "ffn_up.weight", (H, ff)), (b + "ffn_down.weight", (ff, H))]
+        if kind == "*":
+            t += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,)),
+                  (b + "attn_q.weight", (H, nh * hd)), (b + "attn_k.weight", (H, nkv * hd)),
+                  (b + "attn_v.weight", (H, nkv * hd)), (b + "attn_output.weight", (nh * hd, H))]
+        else:
+            t += [(b + "shortconv.conv.weight", (key.linear_conv_kernel, H)),
+                  (b + "shortconv.in_proj.weight", (H, 3 * H)), (b + "shortconv.out_proj.weight", (H, H))]
+        out += [(n, sh, i, 1) for n, sh in t]
+    out.append(("token_embd_norm.weight", (H,), -1, 1))
+    if not key.tie_word_embeddings:
+        out.append(("output.weight", (H, V), -1, 1))
+    return tuple(out)
+
+
 def tensor_inventory(spec: ModelSpec) -> list[TensorInfo]:
     """Every weight tensor of the model as llama.cpp's GGUF names it, shapes in ggml order (ne0 first)."""
     return [TensorInfo.model_construct(name=n, shape=s, layer=None if layer < 0 else layer, expert_count=e)
@@ -868,6 +922,12 @@ def _hybrid_fields_from_gguf(arch: str, kv: Any, block_count: int, n_experts: in
     and the layer kinds -- Qwen3-Next / Qwen3.5 by full_attention_interval (llama.cpp's default 4), Nemotron-H from the
     per-layer head_count_kv / feed_forward_length arrays (attention where kv heads > 0, MLP / MoE where ff > 0, Mamba-2
     where both are 0: src/models/nemotron-h.cpp load_arch_hparams). {} for other architectures."""
+    if arch == "lfm2":  # conversion/lfm2.py: head_count_kv 0 on the conv layers, shortconv.l_cache
+        kv_heads, l_cache = kv("attention.head_count_kv"), kv("shortconv.l_cache")
+        if not isinstance(kv_heads, list) or len(kv_heads) != block_count or not isinstance(l_cache, int):
+            raise UserError(f"{fname}: an LFM2 GGUF needs per-layer head_count_kv and shortconv.l_cache",
+                            hint=_GGUF_HINT)
+        return {"layer_pattern": "".join("*" if h else "C" for h in kv_heads), "linear_conv_kernel": l_cache}
     if arch not in ("qwen3next", "qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe"):
         return {}
 
@@ -985,7 +1045,7 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
 
     hybrid = _hybrid_fields_from_gguf(arch, kv, L, E, p.name)
     if hybrid:
-        L = L - hybrid["nextn_layers"]  # block_count counts the MTP blocks the converter appends
+        L = L - hybrid.get("nextn_layers", 0)  # block_count counts the MTP blocks the converter appends
         if arch.startswith("nemotron_h") and E:
             ff = ff if "-" in hybrid["layer_pattern"] else 0
     blk0 = {n[len("blk.0."):] for n in shapes if n.startswith("blk.0.")}

@@ -236,6 +236,9 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     n = spec.num_linear_attn_layers
     if not n:
         return 0
+    if spec.layer_pattern and "C" in spec.layer_pattern:
+        # LFM2 short convolutions (src/llama-hparams.cpp n_embd_r: n_embd x (L_cache - 1); no n_embd_s state)
+        return n * max(spec.linear_conv_kernel - 1, 0) * spec.hidden_size * RECURRENT_STATE_BYTES * batch
     d_inner = spec.linear_value_head_dim * spec.linear_num_value_heads
     d_state, n_group = spec.linear_key_head_dim, spec.linear_num_key_heads
     conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)

@@ -250,7 +250,14 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
     else:
         w.add_feed_forward_length(spec.intermediate_size or spec.moe_intermediate_size)
     w.add_head_count(spec.num_attention_heads)
-    if nemotron:
+    if arch == "lfm2":
+        # conversion/lfm2.py: no KV heads on the short-convolution layers, their cache length
+        w.add_head_count_kv([spec.num_kv_heads if k == "*" else 0 for k in spec.layer_pattern or ""])
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+        w.add_rope_dimension_count(hd)
+        w.add_shortconv_l_cache(spec.linear_conv_kernel)
+    elif nemotron:
         w.add_head_count_kv([spec.num_kv_heads if "*" in k else 0 for k in kinds])
         w.add_key_length(hd)
         w.add_value_length(hd)
