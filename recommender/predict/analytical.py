@@ -57,6 +57,11 @@ class Estimate(RunShape):
     host_bytes_per_step: int = 0  # bytes read from host RAM per decode step (partial offload: host layers + their KV)
     prefill_flops: float  # FLOPs of the prefill of prompt_tokens x batch
     prefill_attention_flops: float = 0.0  # the attention (QK^T, AV) part of prefill_flops
+    # ms of tpot_ms that the analytical model gives to llama.cpp's kernel regimes (the calibration's features keep
+    # them): a quantized KV cache's attention (quantized_kv_decode_ms, GPU share) and a batched step's columns
+    # (llama_cpp_batch_columns_ms); 0 where the regime does not apply
+    decode_kv_quant_ms: float = 0.0
+    decode_columns_ms: float = 0.0
     weights_bytes_provenance: Provenance = "estimated"  # the variant's: measured for a file that was read
     hardware_bandwidth_bytes_per_s: float = 0.0  # the profile's (0: not sourced)
     basis: dict[str, str]
@@ -742,6 +747,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                                     f"HOST_TO_GPU_COPY_BYTES_PER_S = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = None
+    kvq_gpu_ms = cols_gpu_ms = 0.0
     intervals: dict[str, tuple[float, float]] = {}
     kernel = (C.QUANT_KERNEL_SPEEDS.get(quant) if kernel_factors and engine == "llama.cpp" and family == "gguf"
               and hw.name in C.QUANT_KERNEL_HARDWARE else None)
@@ -760,6 +766,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         kvq_ms, why = quantized_kv_decode_ms(spec, engine, kv_dtype, hw, int(mean_ctx), batch)
         if why:
             mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3
+            kvq_gpu_ms = kvq_ms * gpu_frac
             basis["kv_decode"] = why
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
         moe_dec_ms, moe_pre_f, moe_why = moe_llama_cpp_terms(spec, engine)
@@ -769,6 +776,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                                                        if peak else None)
         if cols_why:  # llama.cpp batched decode on CUDA: weights once + every sequence's KV + its columns
             basis["batch_decode"] = cols_why
+            cols_gpu_ms = cols_ms * gpu_frac
             tpot = mem_ms + cols_ms * gpu_frac + ovh_dec + host_dec_ms + moe_dec_ms
         else:
             tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
@@ -796,5 +804,6 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, decode_bytes_per_step=step_bytes,
         decode_kv_bytes_per_step=int(kv_read * gpu_frac), host_bytes_per_step=host_step, prefill_flops=pre_flops,
-        prefill_attention_flops=pre_attn, weights_bytes_provenance=weights_provenance,
+        prefill_attention_flops=pre_attn, decode_kv_quant_ms=kvq_gpu_ms, decode_columns_ms=cols_gpu_ms,
+        weights_bytes_provenance=weights_provenance,
         hardware_bandwidth_bytes_per_s=bw or 0.0, basis=basis, notes=notes, intervals=intervals)
