@@ -297,8 +297,8 @@ def test_model_line_groups_versions_and_keeps_variants_apart():
     assert model_line("google/gemma-3-27b-it") == model_line("google/gemma-4-31B-it")
     assert model_line("MiniMaxAI/MiniMax-M2.5") == model_line("MiniMaxAI/MiniMax-M3")
     assert model_line("deepseek-ai/DeepSeek-V4-Flash") != model_line("deepseek-ai/DeepSeek-V3.2")
-    assert {model_family(m) for m in ("zai-org/GLM-5", "moonshotai/Kimi-K2.6", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")} \
-        == {"glm", "kimi", "nemotron"}
+    ids = ("zai-org/GLM-5", "moonshotai/Kimi-K2.6", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    assert {model_family(m) for m in ids} == {"glm", "kimi", "nemotron"}
 
 
 def test_newer_sibling_is_same_line_later_similar_size():
@@ -310,10 +310,13 @@ def test_newer_sibling_is_same_line_later_similar_size():
               Dated("Qwen/Qwen3.6-35B-A3B", "2026-04-16", 36_000_000_000, True, True),  # MoE: another size class
               Dated("Qwen/Qwen3.5-9B", "2026-03-02", 9_700_000_000, False, True),  # too small
               Dated("Qwen/Qwen3-Coder-Next", "2026-05-01", 30_000_000_000, False, True),  # another line
-              Dated("Qwen/Qwen3.8-27B", None, 27_800_000_000, False, True)]  # no date: not newer
+              Dated("Qwen/Qwen3.8-27B", None, 27_800_000_000, False, True),  # no date: not newer
+              Dated("Qwen/Qwen3.7-27B-Base", "2026-09-01", 27_800_000_000, False, False)]  # base: another group
     assert newer_sibling(q3, others).id == "Qwen/Qwen3.6-27B"
     assert newer_sibling(others[2], others) is None
     assert newer_sibling(Dated("Qwen/Qwen3-32B", None, 32_800_000_000, False, True), others) is None
+    unknown_kind = Dated("Qwen/Qwen3-32B", "2025-04-29", 32_800_000_000, False, None)  # a Hub model, kind unknown
+    assert newer_sibling(unknown_kind, others).id == "Qwen/Qwen3.7-27B-Base"
 
 
 def test_release_dates_compare_at_their_precision():

@@ -22,11 +22,11 @@ REPOS = {
                            "createdAt": "2025-08-04T22:33:29.000Z"},
     "Qwen/Qwen3.5-27B": {"license": "apache-2.0", "pipeline_tag": "image-text-to-text",
                          "createdAt": "2026-02-24T00:00:00.000Z"},
-    # a release newer than every shipped Kimi (the Hub date is what makes it one)
-    "moonshotai/Kimi-K2.6": {"license": "other", "pipeline_tag": "image-text-to-text",
-                             "createdAt": "2026-11-20T08:00:00.000Z"},
 }
 SHA = "0123456789abcdef0123456789abcdef01234567"
+# a release newer than every shipped Kimi (the Hub date is what makes it one)
+REPOS["moonshotai/Kimi-K2.6"] = {"license": "other", "pipeline_tag": "image-text-to-text",
+                                 "createdAt": "2026-11-20T08:00:00.000Z"}
 
 
 def _config_bytes(repo: str) -> bytes:

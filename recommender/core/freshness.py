@@ -9,7 +9,8 @@ Pure functions over ids, release dates and parameter counts (no catalog access),
 * its **family** is the first word of the line (qwen, gemma, glm, deepseek ...);
 * a **newer sibling** of model A is a model B of the same line, released later (both dates known), in the same size
   class (B's total parameters within SIZE_CLASS_RATIO of A's, and both dense or both MoE), and of the same checkpoint
-  group (chat-like vs base). The newest such B is the one named (ties: the closest in size).
+  group (chat-like vs base) when both kinds are known. The newest such B is the one named (ties: the closest in
+  size).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class Dated:
     release_date: Optional[str]
     params_total: int
     moe: bool
-    chat: bool
+    chat: Optional[bool]  # None: checkpoint kind unknown (a Hub model whose name does not say)
 
 
 def newer_sibling(model: Dated, others: Iterable[Dated]) -> Optional[Dated]:
@@ -111,7 +112,7 @@ def newer_sibling(model: Dated, others: Iterable[Dated]) -> Optional[Dated]:
         ok = release_key(o.release_date)
         if o.id == model.id or ok is None or ok <= key or model_line(o.id) != line:
             continue
-        if o.moe != model.moe or o.chat != model.chat or o.params_total <= 0:
+        if o.moe != model.moe or o.params_total <= 0 or (None not in (o.chat, model.chat) and o.chat != model.chat):
             continue
         ratio = o.params_total / model.params_total
         if not 1 / SIZE_CLASS_RATIO <= ratio <= SIZE_CLASS_RATIO:
@@ -125,7 +126,8 @@ def newer_sibling(model: Dated, others: Iterable[Dated]) -> Optional[Dated]:
 def dated_of(spec) -> Dated:
     """The sibling rule's view of a ModelSpec (recommender.core.records)."""
     return Dated(id=spec.id, release_date=spec.release_date, params_total=spec.params_total,
-                 moe=spec.num_experts > 0, chat=spec.checkpoint in CHAT_CHECKPOINTS)
+                 moe=spec.num_experts > 0,
+                 chat=None if spec.checkpoint is None else spec.checkpoint in CHAT_CHECKPOINTS)
 
 
 def newer_siblings(specs: Iterable) -> dict[str, Dated]:
