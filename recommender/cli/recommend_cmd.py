@@ -93,7 +93,7 @@ def info_newer_sibling(catalog, model_id: str) -> None:
     sib = newer_siblings(models.values()).get(model_id)
     if sib is not None:
         info(f"note: {model_id} (released {models[model_id].release_date}) has a newer sibling in the catalog: "
-             f"{sib.id} (released {sib.release_date}); it ranks lower under these limits and evidence "
+             f"{sib.id} (released {sib.release_date}), not the top pick under these limits and evidence "
              f"(`recommender catalog outdated` lists every such pair)")
 
 
