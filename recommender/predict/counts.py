@@ -67,8 +67,9 @@ def round_up(n: int, multiple: int) -> int:
 
 
 def attention_layers(spec: ModelSpec) -> int:
-    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next)."""
-    return spec.num_layers - spec.num_linear_attn_layers
+    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next / Qwen3.5
+    Gated DeltaNet) and the Mamba-2 and MLP-only layers of a Nemotron-H pattern (ModelSpec.num_attention_layers)."""
+    return spec.num_attention_layers
 
 
 # llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
@@ -81,11 +82,17 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     llama.cpp src/llama-hparams.cpp: conv state n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state) and
     delta-rule state n_embd_s = d_state x d_inner per layer and sequence, with (Qwen3-Next, conversion/qwen.py)
     d_state = linear_key_head_dim, n_group = linear_num_key_heads, d_inner = linear_value_head_dim x
-    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32.
+    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32. Mamba-2 layers (Nemotron-H, src/models/
+    nemotron-h.cpp) hold the same two states with d_state = ssm_state_size, n_group = n_groups, d_inner =
+    mamba_num_heads x mamba_head_dim (the spec's linear_* fields), checked against llama.cpp's RS buffer in
+    tests/test_synthetic.py.
     """
     n = spec.num_linear_attn_layers
     if not n:
         return 0
+    if spec.layer_pattern and "C" in spec.layer_pattern:
+        # LFM2 short convolutions (src/llama-hparams.cpp n_embd_r: n_embd x (L_cache - 1); no n_embd_s state)
+        return n * max(spec.linear_conv_kernel - 1, 0) * spec.hidden_size * RECURRENT_STATE_BYTES * batch
     d_inner = spec.linear_value_head_dim * spec.linear_num_value_heads
     d_state, n_group = spec.linear_key_head_dim, spec.linear_num_key_heads
     conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)

@@ -51,6 +51,10 @@ class EngineRules(ABC):
         """Whether the token-embedding table stays in host RAM (llama.cpp on a discrete GPU)."""
         return False
 
+    def skips_mtp_blocks(self) -> bool:
+        """Whether the engine leaves a checkpoint's multi-token-prediction blocks unloaded (analytical.mtp_bytes)."""
+        return False
+
     def memory_notes(self, hw: HardwareProfile) -> list[str]:
         """Notes on how the engine takes GPU memory (vLLM's up-front reservation)."""
         return []

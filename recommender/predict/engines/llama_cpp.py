@@ -309,6 +309,11 @@ class LlamaCppRules(EngineRules):
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU)
         return hw.backend not in ("metal", "cpu")
 
+    def skips_mtp_blocks(self) -> bool:
+        # src/models/qwen35.cpp, qwen3next.cpp, nemotron-h.cpp: mtp_flags = TENSOR_SKIP without load_mtp, which
+        # llama_model_default_params leaves false (analytical.mtp_bytes)
+        return True
+
     def decode_efficiency(self, family: str) -> Const:
         return DECODE_BW_EFFICIENCY.get(family) or DECODE_BW_EFFICIENCY["float"]
 
