@@ -2159,13 +2159,13 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     # bitsandbytes: no measurement in the sources -> bits-per-weight estimate on the RTN legacy line
     for label, bits, why in (
         (
-            "bnb-NF4",
+            "BNB-NF4",
             4.5,
             "NF4, blocksize 64 with an fp32 absmax per block = 4.5 bits/weight "
             "(4.127 with double quantization), round-to-nearest like Q4_0",
         ),
         (
-            "bnb-INT8",
+            "BNB-INT8",
             8.0,
             "LLM.int8(): int8 rows with fp16 outlier columns, ~8 bits/weight, round-to-nearest like Q8_0",
         ),
