@@ -218,6 +218,10 @@ class QuantSpec(Strict):
     engines: list[str]
     nominal_bits: float
     description: str = ""
+    kernel_class: str  # formats whose kernels read weights alike share one (recommender.predict.calibrated)
+    quality_family: str  # the family label of its row in sources/quality/quant_quality.csv
+    ggml_type: Optional[str] = None  # GGUF: the ftype's default tensor type (llama_ftype_get_default_type)
+    gguf_file_type: Optional[str] = None  # GGUF: gguf-py's LlamaFileType name (general.file_type)
 
 
 class Variant(Strict):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build the comparable task-accuracy table (model_quality.csv) and the quantization-cost table (quant_quality.csv).
 
-Standalone, standard library only. Run from anywhere:  python3 sources/quality/build_quality.py
+The standard library and the project's quantization table (recommender.model.quant.QUANTS: the names and family
+labels of the cost rows). Run from anywhere with the project's Python:  .venv/bin/python sources/quality/build_quality.py
 Inputs (all in this folder unless noted):
   inputs/leaderboards.csv     Open LLM Leaderboard v2, LMArena text 2025-08-04, LiveBench releases (copied unchanged
                               from shared/data/quality/; see inputs/SOURCES-README.md)
@@ -32,6 +33,10 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # the checkout's own package, for its quantization table
+
+from recommender.model.quant import QUANTS  # noqa: E402  (the names and family labels of the cost rows)
+
 INPUTS = HERE / "inputs"
 PUBLISHED = HERE.parent / "published_scores.csv"
 CONFIGS = HERE.parent / "configs"
@@ -1609,35 +1614,35 @@ def row_for(meta: Meta, mid: str, group: str, r: dict) -> dict:
 # ----------------------------------------------------------------------------------------------------------------
 LLAMA3_8B_PARAMS = 8_030_261_248  # Meta-Llama-3-8B(-Instruct) parameter count (shared/data/configs/models_summary.csv)
 REF_B = 8.0  # the points below are for an ~8B model; other sizes scale by (P/8B)^-alpha
-GGUF_FAMILY = {
-    "Q8_0": "legacy",
-    "Q5_1": "legacy",
-    "Q5_0": "legacy",
-    "Q4_1": "legacy",
-    "Q4_0": "legacy",
-    "Q6_K": "k-quant",
-    "Q5_K_M": "k-quant",
-    "Q5_K_S": "k-quant",
-    "Q4_K_M": "k-quant",
-    "Q4_K_S": "k-quant",
-    "Q3_K_L": "k-quant",
-    "Q3_K_M": "k-quant",
-    "Q3_K_S": "k-quant",
-    "Q2_K": "k-quant",
-    "Q2_K_S": "k-quant",
-    "IQ4_NL": "i-quant",
-    "IQ4_XS": "i-quant",
-    "IQ3_M": "i-quant",
-    "IQ3_S": "i-quant",
-    "IQ3_XS": "i-quant",
-    "IQ3_XXS": "i-quant",
-    "IQ2_M": "i-quant",
-    "IQ2_S": "i-quant",
-    "IQ2_XS": "i-quant",
-    "IQ2_XXS": "i-quant",
-    "IQ1_M": "i-quant",
-    "IQ1_S": "i-quant",
+# The quantizations priced here that the catalog does not offer (recommender.model.quant.QUANTS has no record of
+# them), with their family label; every other row takes its name and family from its record, and every record gets
+# a row (check_quant_rows)
+OUTSIDE_TABLE = {
+    "F32": "float",
+    "Q2_K_S": "gguf k-quant",
+    "NVFP4": "vLLM fp4 (Blackwell)",
+    "W4A16": "vLLM compressed-tensors int4 g128 (GPTQ-style)",
 }
+
+
+def quality_family(quant: str) -> str:
+    """The family label of a cost row: the quantization record's, or OUTSIDE_TABLE's; a name in neither (a spelling
+    the quant table does not know) stops the build."""
+    if quant in QUANTS:
+        return QUANTS[quant].quality_family
+    if quant in OUTSIDE_TABLE:
+        return OUTSIDE_TABLE[quant]
+    raise SystemExit(f"build_quality: {quant!r} is not a quantization of recommender.model.quant (QUANTS) nor in "
+                     "OUTSIDE_TABLE: a cost row under another spelling is never found")
+
+
+def check_quant_rows(rows: list[dict]) -> None:
+    """Every quantization record has its cost row (a missing one is priced as unknown: the worst)."""
+    missing = [q for q in QUANTS if q not in {r["quant"] for r in rows}]
+    if missing:
+        raise SystemExit(f"build_quality: no cost row for {', '.join(missing)} (recommender.model.quant.QUANTS)")
+
+
 LLAMACPP_URL = "https://github.com/ggml-org/llama.cpp/blob/master/tools/perplexity/README.md"
 
 
@@ -1830,7 +1835,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
 
     def add(
         quant,
-        family,
         engines,
         bpw,
         kld_n,
@@ -1849,7 +1853,7 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         out.append(
             {
                 "quant": quant,
-                "family": family,
+                "family": quality_family(quant),
                 "engines": engines,
                 "bpw": fmt(bpw, 3),
                 "kld_noimatrix": fmt(kld_n, 6),
@@ -1872,7 +1876,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     for t in ("F32", "F16", "BF16"):
         add(
             t,
-            "float",
             "llama.cpp, vLLM, transformers",
             32.0 if t == "F32" else 16.0,
             0,
@@ -1937,7 +1940,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         hi = pts * m_hi * (1.5 if extrap else 1.0)
         add(
             t,
-            "gguf " + GGUF_FAMILY[t],
             "llama.cpp",
             use["bpw"],
             n["kld"] if n else None,
@@ -1980,7 +1982,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     mxv = statistics.fmean(d for _, d in mx)
     add(
         "MXFP4",
-        "gguf / vLLM microscaling fp4",
         "llama.cpp, vLLM",
         4.25,
         None,
@@ -2004,7 +2005,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     ]
     add(
         "NVFP4",
-        "vLLM fp4 (Blackwell)",
         "vLLM",
         4.5,
         None,
@@ -2045,10 +2045,10 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         if r["quant"].startswith("W4 opt-RTN") and r["metric"].startswith("lm-eval average of 10 tasks")
     ]
     w4m = statistics.fmean(d for _, d in w4)
-    for label, key, bits, note in (
-        ("AWQ-4bit", "AWQ", 4.25, "AWQ int4 g128"),
-        ("GPTQ-4bit", "GPTQ-Int4", 4.25, "GPTQ int4 g128"),
-        ("GPTQ-8bit", "GPTQ-Int8", 8.25, "GPTQ int8 g128"),
+    for label, key, bits in (
+        ("AWQ-4bit", "AWQ", 4.25),
+        ("GPTQ-4bit", "GPTQ-Int4", 4.25),
+        ("GPTQ-8bit", "GPTQ-Int8", 8.25),
     ):
         mean8, vals = at8(qd[key])
         loglik = mean8 / m
@@ -2062,7 +2062,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         rec = "; ".join(f"{mm.split('/')[-1]} {100 * (1 - d / base):.1f}" for mm, _, d, base in qd_rec[key])
         add(
             label,
-            "vLLM/transformers " + note,
             "vLLM, transformers",
             bits,
             None,
@@ -2092,7 +2091,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     fv = statistics.fmean(d for _, d in fp8)
     add(
         "FP8",
-        "vLLM W8A8 fp8",
         "vLLM",
         8.0,
         None,
@@ -2114,7 +2112,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     )
     add(
         "INT8-W8A8",
-        "vLLM W8A8 int8",
         "vLLM",
         8.0,
         None,
@@ -2136,7 +2133,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     w4a16 = (100 - 96.1) / 100 * oll_l31
     add(
         "W4A16",
-        "vLLM compressed-tensors int4 g128 (GPTQ-style)",
         "vLLM",
         4.25,
         None,
@@ -2173,7 +2169,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         kl = kld_at(bits)
         add(
             label,
-            "transformers bitsandbytes",
             "transformers",
             bits,
             None,
@@ -2202,6 +2197,7 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         "w4_rtn": w4,
         "qwen_docs": {kk: v for kk, v in qd.items()},
     }
+    check_quant_rows(out)
     return out, REPORT["quant"]
 
 
