@@ -4,7 +4,7 @@
 QUANT_KERNEL_ROWS: dict = {
  "IQ3_M": {
   "decode_factor": 1.5101,
-  "prefill_factor": 0.9881,
+  "prefill_factor": 0.9889,
   "tg128_tokens_per_s": 254.26,
   "pp512_tokens_per_s": 8695.02,
   "bits_per_weight": 3.7481,
@@ -12,7 +12,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "IQ4_NL": {
   "decode_factor": 0.8163,
-  "prefill_factor": 1.1946,
+  "prefill_factor": 1.1956,
   "tg128_tokens_per_s": 322.75,
   "pp512_tokens_per_s": 10511.76,
   "bits_per_weight": 4.6823,
@@ -20,7 +20,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "IQ4_XS": {
   "decode_factor": 0.8919,
-  "prefill_factor": 1.26,
+  "prefill_factor": 1.261,
   "tg128_tokens_per_s": 316.04,
   "pp512_tokens_per_s": 11087.36,
   "bits_per_weight": 4.4586,
@@ -28,7 +28,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q2_K": {
   "decode_factor": 1.7644,
-  "prefill_factor": 0.7068,
+  "prefill_factor": 0.7074,
   "tg128_tokens_per_s": 255.53,
   "pp512_tokens_per_s": 6219.34,
   "bits_per_weight": 3.1619,
@@ -36,7 +36,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q3_K_L": {
   "decode_factor": 1.6843,
-  "prefill_factor": 0.9439,
+  "prefill_factor": 0.9447,
   "tg128_tokens_per_s": 214.7,
   "pp512_tokens_per_s": 8305.64,
   "bits_per_weight": 4.2886,
@@ -44,7 +44,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q3_K_M": {
   "decode_factor": 1.7677,
-  "prefill_factor": 0.9831,
+  "prefill_factor": 0.984,
   "tg128_tokens_per_s": 218.8,
   "pp512_tokens_per_s": 8651.17,
   "bits_per_weight": 3.9944,
@@ -52,7 +52,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q3_K_S": {
   "decode_factor": 2.2443,
-  "prefill_factor": 0.95,
+  "prefill_factor": 0.9508,
   "tg128_tokens_per_s": 197.36,
   "pp512_tokens_per_s": 8359.82,
   "bits_per_weight": 3.6624,
@@ -60,7 +60,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q4_0": {
   "decode_factor": 0.7287,
-  "prefill_factor": 1.2642,
+  "prefill_factor": 1.2652,
   "tg128_tokens_per_s": 343.03,
   "pp512_tokens_per_s": 11124.37,
   "bits_per_weight": 4.6488,
@@ -68,7 +68,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q4_1": {
   "decode_factor": 0.5497,
-  "prefill_factor": 1.1427,
+  "prefill_factor": 1.1437,
   "tg128_tokens_per_s": 376.2,
   "pp512_tokens_per_s": 10055.4,
   "bits_per_weight": 5.113,
@@ -76,7 +76,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q4_K_M": {
   "decode_factor": 0.9676,
-  "prefill_factor": 1.0722,
+  "prefill_factor": 1.0731,
   "tg128_tokens_per_s": 283.31,
   "pp512_tokens_per_s": 9434.98,
   "bits_per_weight": 4.9132,
@@ -84,7 +84,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q4_K_S": {
   "decode_factor": 0.9017,
-  "prefill_factor": 1.1441,
+  "prefill_factor": 1.1451,
   "tg128_tokens_per_s": 304.52,
   "pp512_tokens_per_s": 10068.13,
   "bits_per_weight": 4.6765,
@@ -92,7 +92,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q5_0": {
   "decode_factor": 0.8093,
-  "prefill_factor": 1.1401,
+  "prefill_factor": 1.1411,
   "tg128_tokens_per_s": 293.1,
   "pp512_tokens_per_s": 10032.43,
   "bits_per_weight": 5.5772,
@@ -100,7 +100,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q5_1": {
   "decode_factor": 0.7093,
-  "prefill_factor": 1.0357,
+  "prefill_factor": 1.0366,
   "tg128_tokens_per_s": 302.14,
   "pp512_tokens_per_s": 9114.16,
   "bits_per_weight": 6.0414,
@@ -108,7 +108,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q5_K_M": {
   "decode_factor": 0.9494,
-  "prefill_factor": 1.049,
+  "prefill_factor": 1.0499,
   "tg128_tokens_per_s": 261.81,
   "pp512_tokens_per_s": 9231.27,
   "bits_per_weight": 5.7134,
@@ -116,7 +116,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q5_K_S": {
   "decode_factor": 0.8893,
-  "prefill_factor": 1.0763,
+  "prefill_factor": 1.0772,
   "tg128_tokens_per_s": 277.05,
   "pp512_tokens_per_s": 9471.05,
   "bits_per_weight": 5.5772,
@@ -124,7 +124,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q6_K": {
   "decode_factor": 1.1692,
-  "prefill_factor": 0.9549,
+  "prefill_factor": 0.9557,
   "tg128_tokens_per_s": 207.97,
   "pp512_tokens_per_s": 8402.92,
   "bits_per_weight": 6.5636,
@@ -132,7 +132,7 @@ QUANT_KERNEL_ROWS: dict = {
  },
  "Q8_0": {
   "decode_factor": 0.6517,
-  "prefill_factor": 1.2445,
+  "prefill_factor": 1.2455,
   "tg128_tokens_per_s": 258.8,
   "pp512_tokens_per_s": 10951.17,
   "bits_per_weight": 8.501,
