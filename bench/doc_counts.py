@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recommender.catalog.store import Catalog  # noqa: E402
 from recommender.core.paths import SHIPPED_CATALOG  # noqa: E402
 from recommender.hardware.profiles import load_profiles, match_profile  # noqa: E402
 from recommender.model.quant import QUANTS  # noqa: E402
@@ -44,16 +45,14 @@ def documents() -> list[Path]:
 
 
 def counts(catalog: Path = SHIPPED_CATALOG) -> dict[str, int]:
-    import duckdb  # noqa: PLC0415
-
     profiles = load_profiles()
-    con = duckdb.connect(str(catalog), read_only=True)
+    cat = Catalog(catalog)  # the shipped file alone (no user overlay), opened as the tool opens it
     try:
-        n = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        n = {t: cat.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
              for t in ("models", "variants", "published_scores", "measurements")}
-        rows = con.execute("SELECT hardware_name, model_id FROM measurements WHERE status = 'ok'").fetchall()
+        rows = cat.con.execute("SELECT hardware_name, model_id FROM measurements WHERE status = 'ok'").fetchall()
     finally:
-        con.close()
+        cat.close()
     on = [(match_profile(name, profiles), model) for name, model in rows]
     h200 = [model for p, model in on if p is not None and p.name.startswith("H200")]
     n["h200_rows"], n["h200_models"] = len(h200), len(set(h200))
