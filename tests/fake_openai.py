@@ -167,11 +167,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:  # a client that hung up: expected, not printed
+        pass
+
+
 class FakeOpenAI:
     def __init__(self, mode: str = "ok", port: int = 0) -> None:
         if mode not in MODES:
             raise ValueError(mode)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self.httpd = _Server(("127.0.0.1", port), _Handler)
         self.httpd.daemon_threads = True
         self.httpd.mode = mode  # type: ignore[attr-defined]
         self.httpd.stopping = threading.Event()  # type: ignore[attr-defined]

@@ -77,9 +77,14 @@ class _Hub(BaseHTTPRequestHandler):
         return self._send(404, b"not found", X_Error_Code="EntryNotFound")
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:  # a client that hung up: expected, not printed
+        pass
+
+
 @pytest.fixture()
 def hub(monkeypatch, tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    server = _Server(("127.0.0.1", 0), _Hub)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _Hub.mode, _Hub.stop = "ok", threading.Event()

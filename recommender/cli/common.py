@@ -43,6 +43,12 @@ def check_report_path(path: str) -> Path:
         raise UserError(f"--report {path!r} is not an .html file", hint="e.g. --report out.html")
     if not p.parent.exists():
         raise UserError(f"--report {path!r}: no folder {str(p.parent)!r}", hint="create the folder first")
+    if p.exists() or p.is_symlink():  # a FIFO blocks the write forever; a link to /dev/null "wrote" nothing
+        target = p.resolve()
+        if p.is_symlink() and (not target.exists() or not target.is_file()):
+            raise UserError(f"--report {path!r} is a link to {str(target)!r}, which is not a regular file",
+                            hint="give a new file name")
+        check_output_file(target, "--report")
     return p
 
 
