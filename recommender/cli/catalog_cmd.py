@@ -157,7 +157,8 @@ def refresh(directory: Optional[Path] = typer.Argument(None, help="Folder holdin
                                                                   "recommender catalog refresh --hub")
     if hub:
         # source is "<endpoint>/<ORG>/<NAME>@<commit>:config.json" (recommender.catalog.ingest.from_hub)
-        refs = sorted(("hf:" + "/".join(s.source.split("@", 1)[0].split("/")[-2:]), s.id) for s in _user_models()
+        # (rsplit: the endpoint may hold a user@, stored as ***@)
+        refs = sorted(("hf:" + "/".join(s.source.rsplit("@", 1)[0].split("/")[-2:]), s.id) for s in _user_models()
                       if s.source_kind == HUB_SOURCE_KIND)
         if not refs:
             raise UserError("your catalog has no model added from the Hub", hint="add one: recommender catalog add "
