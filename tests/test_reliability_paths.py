@@ -56,3 +56,21 @@ def test_a_long_predicted_study_says_where_it_is(monkeypatch, capsys):
         show(f"trial {i}: x")
     err = capsys.readouterr().err
     assert err == "trial 1: x (of 100 trials)\ntrial 3: x (of 100 trials)\n", err
+
+
+def test_a_locked_tune_storage_is_reported_as_locked(tmp_path):
+    import sqlite3
+
+    from recommender.search.tune import check_sqlite_storage
+
+    db = tmp_path / "tune.db"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("CREATE TABLE studies (study_id INTEGER)")
+    holder.execute("BEGIN EXCLUSIVE")  # what a writer mid-transaction holds
+    try:
+        with pytest.raises(UserError, match="locked by another process"):
+            check_sqlite_storage(f"sqlite:///{db}?timeout=0")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    check_sqlite_storage(f"sqlite:///{db}")  # free again: an Optuna file (its studies table)
