@@ -74,3 +74,13 @@ def test_a_locked_tune_storage_is_reported_as_locked(tmp_path):
         holder.execute("ROLLBACK")
         holder.close()
     check_sqlite_storage(f"sqlite:///{db}")  # free again: an Optuna file (its studies table)
+
+
+def test_an_empty_pythonpath_entry_is_left_out_of_probe_children_with_a_warning(monkeypatch):
+    from evaluators.spawn import worker_argv, worker_env
+
+    monkeypatch.setenv("PYTHONPATH", ":/x")  # what `export PYTHONPATH=$PYTHONPATH:/x` gives when it was unset
+    with pytest.warns(UserWarning, match="empty or relative entry"):
+        env = worker_env()
+    assert env["PYTHONPATH"] == "/x" and env["PYTHONSAFEPATH"] == "1"
+    assert "-P" in worker_argv("evaluators.worker")  # the cwd is not on the child's sys.path either
