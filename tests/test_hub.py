@@ -20,8 +20,9 @@ REPOS = {
                                  "pipeline_tag": "text-generation", "createdAt": "2024-09-16T11:55:40.000Z"},
     "openai/gpt-oss-20b": {"license": "apache-2.0", "pipeline_tag": "text-generation",
                            "createdAt": "2025-08-04T22:33:29.000Z"},
-    "Qwen/Qwen3.5-27B": {"license": "apache-2.0", "pipeline_tag": "image-text-to-text",
-                         "createdAt": "2026-02-24T00:00:00.000Z"},
+    # a model type the estimator refuses (Gemma-4's per-layer embeddings / shared-KV layers are not sized)
+    "google/gemma-4-31B": {"license": "apache-2.0", "pipeline_tag": "image-text-to-text",
+                           "createdAt": "2026-04-02T00:00:00.000Z"},
 }
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -117,7 +118,7 @@ def test_refresh_hub_rereads_every_hub_model(cli, user_catalog, hub):
 def test_hub_refusals_are_one_line_and_change_nothing(cli, user_catalog, hub):
     before = cli("catalog", "list", "--json").json()
     for ref, fragment in (("hf:nobody/nothing", "no model nobody/nothing"),
-                          ("hf:Qwen/Qwen3.5-27B", "not supported"),
+                          ("hf:google/gemma-4-31B", "not supported"),
                           ("hf:not-a-ref", "not a Hub model reference")):
         r = cli("catalog", "add", ref)
         assert r.code == 2 and fragment in r.err and "Traceback" not in r.err, r.err
