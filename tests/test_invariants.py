@@ -90,9 +90,10 @@ def test_raising_a_limit_never_removes_a_feasible_candidate(mid, vram, more_vram
     assert base <= _feasible(vram, latency * more_latency, mid)
 
 
-@settings(**SETTINGS)
-@given(st.sampled_from(sorted(QUANTS)))
-def test_every_quant_has_a_cost_row_in_the_catalog(quant):
-    row = CATALOG.quant_quality().get(quant)
-    assert row is not None, f"{quant}: no quant_quality row in the shipped catalog (rebuild it)"
-    assert row["points_low"] <= row["points_8b"] <= row["points_high"]
+def test_every_quant_has_a_cost_row_in_the_catalog():
+    """All of them, not a sample (8 examples of 36 names missed the two bitsandbytes ones)."""
+    table = CATALOG.quant_quality()
+    missing = [q for q in QUANTS if q not in table]
+    assert not missing, f"no quant_quality row in the shipped catalog for {missing} (rebuild it)"
+    for q in QUANTS:
+        assert table[q]["points_low"] <= table[q]["points_8b"] <= table[q]["points_high"], q
