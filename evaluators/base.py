@@ -87,7 +87,7 @@ ENGINES: dict[str, tuple[str, str, str]] = {e.name: (*e.adapter, e.pip_extra or 
 
 
 def engine_name(name: str) -> str:
-    """A registered engine name (same names and aliases as the planner, recommender.engines), or a plugin given
+    """A registered engine name (same names and aliases as the planner, recommender.core.engines), or a plugin given
     as 'package.module:Class' (used as is)."""
     if ":" in name:
         return name
