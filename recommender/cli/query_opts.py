@@ -64,6 +64,7 @@ class QueryOptions(NamedTuple):
     catalog_path: Optional[str]
     gpus: Optional[int] = None
     link: Optional[str] = None
+    bandwidth: Optional[str] = None
 
 
 def _options() -> dict[str, object]:
@@ -94,6 +95,9 @@ def _options() -> dict[str, object]:
                                                          "or --gpu \"2x RTX 3090\", --gpu \"RTX 4090,RTX 3090\"."),
         "link": typer.Option(None, "--link", help="Link between the GPUs: pcie4 x16, pcie3 x8, nvlink "
                                                   "(default: the cards' own, profiles/links)."),
+        "bandwidth": typer.Option(None, "--bandwidth", help="Memory bandwidth of the planned GPU or CPU: 100GB/s, "
+                                                            "1.8TB/s, 100 (GB/s). Default: the profile's sourced "
+                                                            "figure; a CPU's is measured here (a few seconds, once)."),
     }
 
 
@@ -128,7 +132,7 @@ def build_query(opts: QueryOptions, normalization: str, include_base: bool = Fal
     typed and are matched against the catalog when candidates are built."""
     o = opts
     w = parse_weights(o.weights, normalization)
-    hw, machine, notes = planning_machine(o.gpu, o.gpus, o.vram, o.link)
+    hw, machine, notes = planning_machine(o.gpu, o.gpus, o.vram, o.link, o.bandwidth)
     wl = get_workload(o.workload)
     quants = [resolve_quant(x) for x in (o.quant or [])]
     engines = [resolve_engine(e) for e in (o.engine or [])]

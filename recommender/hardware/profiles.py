@@ -24,7 +24,8 @@ from pydantic import ValidationError
 from recommender.core.errors import UserError
 from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
 from recommender.core.records import HardwareProfile
-from recommender.core.units import GIB, MIB, parse_memory
+from recommender.core.units import GIB, MIB, parse_bandwidth, parse_memory
+from recommender.hardware import cpu_bench
 from recommender.hardware.host import DDR_FACTOR, GpuInfo, GpuProbe, HostInfo, probe_gpus, probe_host
 
 # --------------------------------------------------------------------------------------------------------
@@ -432,20 +433,84 @@ def _profile_from_tool(gpu: GpuInfo, shipped: Optional[HardwareProfile]) -> Hard
     return HardwareProfile.model_validate(data)
 
 
+# --- Apple: the Metal GPU working set -------------------------------------------------------------------
+# macOS lets the GPU wire only part of unified memory: Metal's MTLDevice.recommendedMaxWorkingSetSize, which llama.cpp
+# prints at start (ggml_metal_init) and warns past ("current allocated size is greater than the recommended max working
+# set size"). Measured defaults, in MiB of 2^20 bytes as llama.cpp printed them:
+#   16 GiB M1 Pro: 10922.67 = 2/3 x 16384 (github.com/abetlen/llama-cpp-python/issues/687)
+#   32 GiB M1 Max: 21845.34 = 2/3 x 32768 (github.com/ggml-org/llama.cpp/pull/2011, EliasOenal's log)
+#   32 GiB M2 Max: 21845.34 = 2/3 x 32768 (github.com/ollama/ollama/issues/434)
+#   64 GiB M2 Max: "around 47GB or higher" fails, = 3/4 x 64 GiB (github.com/ggml-org/llama.cpp/issues/1870)
+#   96 GiB M2 Max: 73728.00 = 3/4 x 98304 (github.com/ggml-org/llama.cpp/issues/3213)
+# so 2/3 of RAM up to 32 GiB and 3/4 from 64 GiB; where 36 and 48 GiB machines fall is not measured here (assumed: 2/3
+# up to METAL_SMALL_MAX_GIB). Newer macOS releases report more on some machines (128 GiB M5 Max on macOS 26: 107.52 GiB,
+# github.com/antirez/ds4/pull/893): the rule is the conservative default. `sudo sysctl iogpu.wired_limit_mb=N` raises it
+# (Metal then reports N MiB; github.com/AlexsJones/llmfit/pull/754); --vram states it.
+METAL_WORKING_SET_SMALL = 2 / 3
+METAL_WORKING_SET_LARGE = 3 / 4
+METAL_SMALL_MAX_GIB = 36
+METAL_WORKING_SET_SOURCE = ("Metal recommendedMaxWorkingSetSize default as llama.cpp logs it: 2/3 of RAM at 16 and 32 "
+                            "GiB (github.com/ggml-org/llama.cpp/pull/2011, github.com/ollama/ollama/issues/434), 3/4 "
+                            "at 64 and 96 GiB (github.com/ggml-org/llama.cpp/issues/3213); 2/3 assumed up to 36 GiB")
+
+
+def metal_working_set(memory_bytes: int, wired_limit_mb: Optional[int] = None) -> tuple[int, str]:
+    """(bytes, basis) the GPU of an Apple silicon Mac with ``memory_bytes`` of unified memory may wire by default;
+    ``wired_limit_mb``: the machine's `sysctl iogpu.wired_limit_mb` when set (0 or None: the default)."""
+    if wired_limit_mb:
+        return int(wired_limit_mb) * MIB, f"measured: sysctl iogpu.wired_limit_mb = {wired_limit_mb} on this Mac"
+    frac = METAL_WORKING_SET_SMALL if memory_bytes <= METAL_SMALL_MAX_GIB * GIB else METAL_WORKING_SET_LARGE
+    return int(memory_bytes * frac), f"{'2/3' if frac < 0.7 else '3/4'} of {memory_bytes / GIB:.0f} GiB [{METAL_WORKING_SET_SOURCE}]"
+
+
+def under_metal_working_set(profile: HardwareProfile, wired_limit_mb: Optional[int] = None
+                            ) -> tuple[HardwareProfile, str]:
+    """An Apple (Metal) profile planned under its GPU working set (memory = what Metal lets the GPU wire), and the
+    one-line note that says so."""
+    ws, basis = metal_working_set(profile.memory_bytes, wired_limit_mb)
+    data = profile.model_dump()
+    data["memory_bytes"] = ws
+    data["sources"] = {**profile.sources, "memory_bytes": f"GPU working set: {basis}; unified memory: "
+                                                          f"{profile.sources.get('memory_bytes', '')}"}
+    note = (f"planning under the Metal GPU working set: {ws / GIB:.1f} of {profile.memory_bytes / GIB:.0f} GiB "
+            f"({'iogpu.wired_limit_mb' if wired_limit_mb else 'macOS default, 2/3 up to 36 GiB, 3/4 above'}); "
+            f"--vram raises it (after `sudo sysctl iogpu.wired_limit_mb=N`)")
+    data["notes"] = f"{profile.notes}; {note}" if profile.notes else note
+    return HardwareProfile.model_validate(data), note
+
+
 CPU_PLANNING_NAMES = ("cpu", "host", "this-cpu")
 
 
-def cpu_profile(host: HostInfo) -> HardwareProfile:
+def cpu_profile(host: HostInfo, measure: bool = True) -> HardwareProfile:
     """Plan for this machine's CPU: RAM as the memory budget (the cgroup limit when lower). No sourced bandwidth or
-    FLOP/s figure exists for an arbitrary CPU, so latency is unknown until `recommender calibrate` has measured
-    this CPU (bandwidth 0 = unknown to the estimator)."""
+    FLOP/s figure exists for an arbitrary CPU and its RAM, so they are measured here (recommender.hardware.cpu_bench:
+    a few seconds once, then cached per host) unless ``measure`` is False or measuring is turned off; then latency
+    is unknown (bandwidth 0 = unknown to the estimator) until `recommender calibrate` or --bandwidth."""
     ram = min(x for x in (host.ram_total_bytes, host.ram_limit_bytes) if x)
+    sources = {"memory_bytes": "measured: /proc/meminfo (and the cgroup memory limit) on this machine",
+               "memory_bandwidth_bytes_per_s": "unknown (no sourced figure for this CPU): run `recommender "
+                                               "calibrate`, or give --bandwidth"}
+    bw, fp32 = 0.0, None
+    bench = cpu_bench.cached_or_measure(host.fingerprint, host.cpu.physical_cores) if measure else None
+    if bench:
+        bw, fp32 = bench["memory_bandwidth_bytes_per_s"], bench["fp32_flops_per_s"]
+        sources["memory_bandwidth_bytes_per_s"] = f"measured: {bench['basis']} ({bench['measured_at']})"
+        sources["fp32_flops_per_s"] = f"measured: {bench['basis']} ({bench['measured_at']})"
     return HardwareProfile(
-        name=host.cpu.model or "this CPU", vendor="host", memory_bytes=ram, memory_bandwidth_bytes_per_s=0.0,
-        backend="cpu",
-        sources={"memory_bytes": "measured: /proc/meminfo (and the cgroup memory limit) on this machine",
-                 "memory_bandwidth_bytes_per_s": "unknown (no sourced figure for this CPU): run `recommender calibrate`"},
+        name=host.cpu.model or "this CPU", vendor="host", memory_bytes=ram, memory_bandwidth_bytes_per_s=bw,
+        fp32_flops_per_s=fp32, backend="cpu", sources=sources,
         notes=f"this machine's CPU ({host.cpu.logical_cores} logical cores)")
+
+
+def override_bandwidth(profile: HardwareProfile, bandwidth_bytes_per_s: float, typed: str) -> HardwareProfile:
+    """The same profile with the user's memory bandwidth (--bandwidth), recorded as its source."""
+    data = profile.model_dump()
+    data["memory_bandwidth_bytes_per_s"] = float(bandwidth_bytes_per_s)
+    data["sources"] = {**profile.sources, "memory_bandwidth_bytes_per_s": f"user override (--bandwidth {typed})"}
+    note = f"memory bandwidth stated by the user ({bandwidth_bytes_per_s / 1e9:.0f} GB/s)"
+    data["notes"] = f"{profile.notes}; {note}" if profile.notes else note
+    return HardwareProfile.model_validate(data)
 
 
 def override_memory(profile: HardwareProfile, memory_bytes: int) -> HardwareProfile:
@@ -474,7 +539,8 @@ def has_hardware_key(name: str, key: str, profiles: list[HardwareProfile]) -> bo
     return hardware_key(name, profiles) == key
 
 
-def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, found: Optional[GpuProbe] = None):
+def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, found: Optional[GpuProbe] = None,
+                      bandwidth: Optional[str] = None):
     """The GPU to plan for: --gpu NAME (a shipped profile; `cpu` = this machine's CPU and RAM), else the first GPU
     found, else the default reference; ``vram`` (--vram as typed, or bytes) overrides its memory. ``found``: this
     machine's GPUs as the caller probed them already (else they are probed here when needed).
@@ -484,21 +550,31 @@ def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, foun
     notes = []
     profiles = load_profiles()
     if gpu and gpu.strip().lower() in CPU_PLANNING_NAMES:
-        prof = cpu_profile(probe_host())
-        notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM)")
+        prof = cpu_profile(probe_host(), measure=bandwidth is None)
+        bw = (f", {prof.memory_bandwidth_bytes_per_s / 1e9:.1f} GB/s measured"
+              if prof.sources.get("memory_bandwidth_bytes_per_s", "").startswith("measured") else "")
+        notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM{bw})")
     elif gpu:
         prof = find_profile(gpu, profiles)
+        if prof.backend == "metal" and vram is None:
+            prof, note = under_metal_working_set(prof)
+            notes.append(note)
     else:
         found = found or probe_gpus()
         if found.gpus:
             prof = profile_from_gpu(found.gpus[0], profiles)
             notes.append(f"planning for the GPU found here: {prof.name}")
+            if prof.backend == "metal" and vram is None:
+                prof, note = under_metal_working_set(prof, found.gpus[0].wired_limit_mb)
+                notes.append(note)
         else:
             prof = find_profile(DEFAULT_PLANNING_GPU, profiles)
             notes.append(f"no GPU found here ({found.gpu_status}); planning for a {prof.name} — "
                          f"use --gpu NAME to plan for another GPU")
     if vram is not None:
         prof = prof.with_memory(parse_memory(vram) if isinstance(vram, str) else vram)
+    if bandwidth is not None:
+        prof = override_bandwidth(prof, parse_bandwidth(bandwidth), str(bandwidth))
     return prof, notes
 
 

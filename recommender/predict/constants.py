@@ -148,6 +148,13 @@ HOST_MEMORY_BANDWIDTH = Const(89.6e9, "bytes/s", "assumption: dual-channel DDR5-
 HOST_DECODE_BW_EFFICIENCY = Const(0.6, "fraction of bandwidth", "assumption: CPU decode reaches a smaller share of "
                                                                 "peak DRAM bandwidth than GPU kernels; to be fitted "
                                                                 "by calibration")
+# llama.cpp on a CPU (the planned "GPU" is this machine's CPU: --gpu cpu), against the figures
+# recommender.hardware.cpu_bench measures here (numpy copy bandwidth, float32 BLAS matmul rate; both achieved rates).
+CPU_DECODE_BW_EFFICIENCY = Const(0.6, "fraction of measured copy bandwidth",
+                                 "assumption (HOST_DECODE_BW_EFFICIENCY's); to be fitted by calibration")
+CPU_MATMUL_FRACTION = Const(0.5, "fraction of the measured float32 BLAS rate",
+                            "assumption: llama.cpp's quantized CPU kernels against numpy's BLAS sgemm; to be fitted by "
+                            "calibration")
 HOST_TO_GPU_COPY_BYTES_PER_S = Const(6.5e9, "bytes/s", "measured (docs/estimates.md 6.7): llama-cpp-python 0.3.36 "
                                       "on an NVIDIA H200 host, Qwen2.5-7B Q4_K_M (synthetic weights), 512-token "
                                       "prompt: TTFT 430.3 ms at n_gpu_layers=14 against 61.0 ms with every layer, for "

@@ -1,0 +1,134 @@
+"""Plans an expert would sign (issue 24): any CPU gets an answer, Apple plans under the Metal working set,
+--bandwidth works for any profile. In process, on the shipped catalog (fast)."""
+
+from __future__ import annotations
+
+import pytest
+
+from recommender.catalog.store import Catalog
+from recommender.cli.query_opts import LatencyMetricOpt, MissingOpt, QueryOptions, build_query
+from recommender.core.errors import UserError
+from recommender.core.paths import base_catalog_path
+from recommender.core.units import parse_bandwidth
+from recommender.hardware import cpu_bench, profiles
+from recommender.hardware.host import probe_host
+from recommender.hardware.profiles import (cpu_profile, find_profile, load_profiles, metal_working_set,
+                                           planning_hardware)
+from recommender.rank.candidates import enumerate_candidates
+from recommender.score.order import rank
+
+GIB = 1024**3
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return Catalog(base_catalog_path())
+
+
+def ask(catalog, gpu, vram=None, max_latency=None, workload="chat", metric="ttft", bandwidth=None, top=10):
+    opts = QueryOptions(vram=vram, max_latency=max_latency, latency_metric=LatencyMetricOpt(metric),
+                        workload=workload, context=None, batch=None, prompt_tokens=None, output_tokens=None,
+                        weights=None, missing=MissingOpt.worst, gpu=gpu, model=None, engine=None, quant=None,
+                        top=top, per_model=1, catalog_path=None, bandwidth=bandwidth)
+    q, notes = build_query(opts, "value")
+    ranked, _, _ = rank(enumerate_candidates(catalog, q), q)
+    return q, ranked, notes
+
+
+# A 2-core box's figures as cpu_bench measures them (this dev machine: 8-16 GB/s copy, 30-50 GFLOP/s sgemm)
+FAKE_BENCH = {"version": cpu_bench.BENCH_VERSION, "memory_bandwidth_bytes_per_s": 12e9, "fp32_flops_per_s": 40e9,
+              "basis": "measured here (test stand-in)", "measured_at": "2026-12-01T00:00:00Z"}
+
+
+@pytest.fixture
+def fake_bench(monkeypatch):
+    monkeypatch.setattr(cpu_bench, "cached_or_measure", lambda fingerprint, threads: dict(FAKE_BENCH))
+
+
+def test_cpu_profile_takes_the_measured_bandwidth_and_matmul_rate(fake_bench):
+    p = cpu_profile(probe_host())
+    assert p.memory_bandwidth_bytes_per_s == 12e9 and p.fp32_flops_per_s == 40e9
+    assert p.sources["memory_bandwidth_bytes_per_s"].startswith("measured")
+    off = cpu_profile(probe_host(), measure=False)
+    assert off.memory_bandwidth_bytes_per_s == 0.0  # unknown, never invented
+
+
+def test_cpu_bench_measures_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("RECOMMENDER_CACHE", str(tmp_path))
+    monkeypatch.setattr(cpu_bench, "BANDWIDTH_BYTES", 16 * 1024 * 1024)
+    monkeypatch.setattr(cpu_bench, "MATMUL_N", 128)
+    calls = []
+    real = cpu_bench.measure
+    monkeypatch.setattr(cpu_bench, "measure", lambda threads: calls.append(threads) or real(threads))
+    a = cpu_bench.cached_or_measure("abc", 2)
+    b = cpu_bench.cached_or_measure("abc", 2)
+    assert len(calls) == 1 and a == b  # measured once, then read back
+    assert a["memory_bandwidth_bytes_per_s"] > 1e8 and a["fp32_flops_per_s"] > 1e6
+    monkeypatch.setenv(cpu_bench.ENV_OFF, "off")
+    assert cpu_bench.cached_or_measure("other", 2) is None
+
+
+def test_a_16gb_cpu_box_gets_a_small_model_with_its_speed(catalog, fake_bench):
+    """F: `recommend --gpu cpu --vram 16 --max-latency 5s` answered nothing (no sourced bandwidth)."""
+    q, ranked, _ = ask(catalog, "cpu", vram="16", max_latency="5s")
+    assert ranked, "no plan for a CPU"
+    top = ranked[0]
+    assert top.engine == "llama.cpp"
+    tpot = top.figures["tpot_ms"]
+    assert tpot.value and tpot.provenance in ("estimated", "calibrated", "measured")
+    assert top.figures["ttft_ms"].value <= 5000
+
+
+def test_bandwidth_override_works_for_any_profile(catalog):
+    hw, notes = planning_hardware("RTX 4090", bandwidth="100GB/s")
+    assert hw.memory_bandwidth_bytes_per_s == 100e9 and "--bandwidth" in hw.sources["memory_bandwidth_bytes_per_s"]
+    _, fast, _ = ask(catalog, "RTX 4090", vram="24")
+    _, slow, _ = ask(catalog, "RTX 4090", vram="24", bandwidth="100GB/s")
+    f = {(c.model, c.quant): c.figures["tpot_ms"].value for c in fast}
+    s = [(c.model, c.quant, c.figures["tpot_ms"].value) for c in slow if (c.model, c.quant) in f]
+    assert s and all(t > f[(m, qq)] for m, qq, t in s if t and f[(m, qq)])
+    hw, _ = planning_hardware("cpu", bandwidth="100")  # a CPU too, without measuring
+    assert hw.memory_bandwidth_bytes_per_s == 100e9
+
+
+def test_bad_bandwidth_is_a_user_error():
+    for bad in ("fast", "-5GB/s", "0", "1e9TB/s"):
+        with pytest.raises(UserError):
+            parse_bandwidth(bad)
+    assert parse_bandwidth("1.8TB/s") == 1.8e12
+
+
+def test_metal_working_set_follows_the_measured_defaults():
+    assert metal_working_set(32 * GIB)[0] == pytest.approx(21845.33 * 1024**2, rel=1e-4)  # llama.cpp logs
+    assert metal_working_set(16 * GIB)[0] == pytest.approx(10922.67 * 1024**2, rel=1e-4)
+    assert metal_working_set(96 * GIB)[0] == pytest.approx(73728 * 1024**2, rel=1e-6)
+    assert metal_working_set(32 * GIB, wired_limit_mb=28000)[0] == 28000 * 1024**2
+
+
+def test_a_mac_plans_under_its_working_set_and_vram_raises_it(catalog):
+    """D: the pick must fit what Metal lets the GPU wire (2/3 of a 32 GB Mac), said in one line."""
+    q, ranked, notes = ask(catalog, "Apple M2 Max 30-core GPU 32GB")
+    assert any("working set" in n for n in notes)
+    assert q.vram_bytes == pytest.approx(32 * GIB * 2 / 3, rel=1e-6)
+    assert ranked and ranked[0].figures["total_vram_bytes"].value <= 32 * GIB * 2 / 3
+    q2, _, notes2 = ask(catalog, "Apple M2 Max 30-core GPU 32GB", vram="28")
+    assert q2.vram_bytes == 28 * GIB and not any("working set" in n for n in notes2)
+    # a non-Apple profile is untouched
+    assert planning_hardware("RTX 4090")[0].memory_bytes == find_profile("RTX 4090", load_profiles()).memory_bytes
+
+
+def test_a_probed_mac_uses_its_wired_limit():
+    from recommender.hardware.detect import probe_other_gpus
+
+    sp = ('{"SPDisplaysDataType": [{"sppci_model": "Apple M2 Max", "sppci_cores": "30", '
+          '"spdisplays_vendor": "sppci_vendor_Apple"}]}')
+    answers = {"system_profiler": sp, "sysctl -n hw.memsize": str(32 * GIB), "sysctl -n iogpu.wired_limit_mb": "26000"}
+    run = lambda cmd: answers.get(cmd[0]) or answers.get(" ".join(cmd))  # noqa: E731
+    rows, _ = probe_other_gpus(run=run, system="Darwin")
+    assert rows[0]["wired_limit_mb"] == 26000
+    from recommender.hardware.host import GpuInfo, GpuProbe
+
+    found = GpuProbe([GpuInfo(**rows[0])], "1 Apple GPU found")
+    hw, notes = planning_hardware(None, found=found)
+    assert hw.memory_bytes == 26000 * 1024**2 and any("iogpu.wired_limit_mb" in n for n in notes)
+    assert profiles  # module imported for monkeypatching elsewhere
