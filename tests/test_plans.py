@@ -132,3 +132,42 @@ def test_a_probed_mac_uses_its_wired_limit():
     hw, notes = planning_hardware(None, found=found)
     assert hw.memory_bytes == 26000 * 1024**2 and any("iogpu.wired_limit_mb" in n for n in notes)
     assert profiles  # module imported for monkeypatching elsewhere
+
+
+# The 20 names a user types (issue 24): each resolves to the card it names, or (Jetson Orin) lists the choices.
+TYPED = [("3090", None, "GeForce RTX 3090"), ("RTX 3060 12GB", None, "GeForce RTX 3060 12GB"),
+         ("A100 80GB SXM", None, "A100 80GB SXM4"), ("A100", "80", "A100 80GB PCIe"),
+         ("M2 Max 32GB", None, "Apple M2 Max 30-core GPU 32GB"), ("M4 Pro 24GB", None, "Apple M4 Pro 16-core GPU 24GB"),
+         ("V100 32GB", None, "Tesla V100 PCIe 32GB"), ("Radeon RX 7900 XTX", None, "Radeon RX 7900 XTX"),
+         ("Arc B580", None, "Intel Arc B580"), ("RTX PRO 6000", None, "RTX PRO 6000 Blackwell Server Edition"),
+         ("DGX Spark", None, "DGX Spark (GB10)"), ("Strix Halo 128GB", None, "Radeon 8060S (Ryzen AI Max+ 395)"),
+         ("MI300X", None, "Instinct MI300X"), ("L40S", None, "L40S"), ("T4", None, "Tesla T4"),
+         ("RTX 5060 Ti 16GB", None, "GeForce RTX 5060 Ti 16GB"), ("H20", None, "H20"),
+         ("4070 Super", None, "GeForce RTX 4070 SUPER"), ("Mac Studio M3 Ultra 512GB", None, "Apple M3 Ultra 512GB")]
+
+
+@pytest.mark.parametrize("name,vram,expected", TYPED)
+def test_the_names_a_user_types_resolve(name, vram, expected):
+    hw, notes = planning_hardware(name, vram=vram)
+    assert hw.name == expected
+    variants = [n for n in notes if "variants" in n]
+    if expected in ("A100 80GB PCIe", "Apple M2 Max 30-core GPU 32GB", "Tesla V100 PCIe 32GB",
+                    "RTX PRO 6000 Blackwell Server Edition"):
+        assert variants and "slowest" in variants[0]  # said, never silent
+
+
+def test_a_family_name_lists_its_choices_and_memory_variants_need_vram():
+    with pytest.raises(UserError, match="Jetson AGX Orin 64GB.*Jetson Orin NX 8GB"):
+        planning_hardware("Jetson Orin")
+    with pytest.raises(UserError, match="40 GiB, 80 GiB"):
+        planning_hardware("A100")  # 40 or 80 GB: --vram settles it
+    assert planning_hardware("RTX 3060", vram="12")[0].name == "GeForce RTX 3060 12GB"
+    with pytest.raises(UserError):
+        planning_hardware("H100 SXM4")  # no such board: never the SXM5
+
+
+def test_tool_printed_names_resolve():
+    for name, expected in [("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"), ("AMD Radeon RX 7900 XTX", "Radeon RX 7900 XTX"),
+                           ("Intel(R) Arc(TM) B580 Graphics", "Intel Arc B580"), ("NVIDIA H100 80GB HBM3", "H100 SXM5"),
+                           ("MacBook Pro M4 Max 40-core GPU 128GB", "Apple M4 Max 128GB")]:
+        assert planning_hardware(name)[0].name == expected, name

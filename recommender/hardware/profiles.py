@@ -254,6 +254,9 @@ BRAND_WORDS = frozenset({"nvidia", "geforce", "amd", "radeon", "apple", "intel",
 # "Ultra", "Laptop", "Mobile" or "Nano" names another GPU and is never ignored).
 VARIANT_WORDS = frozenset({"pcie", "sxm", "sxm2", "sxm4", "sxm5", "nvl", "hbm2", "hbm2e", "hbm3", "hbm3e",
                            "gddr6", "gddr6x", "gddr7", "edition", "workstation", "server", "maxq"})
+# Apple computers' names around the chip's ("Mac Studio M3 Ultra 512GB", "MacBook Pro M4 Pro 24GB"): dropped before the
+# chip's words are read ("Pro" in "MacBook Pro" names no chip)
+_MAC_WORDS = re.compile(r"\b(mac\s*studio|macbook\s*pro|macbook\s*air|macbook|mac\s*mini|mac\s*pro|imac)\b")
 _MEM_WORD = re.compile(r"^(\d+(?:\.\d+)?)(gb|gib|g)$")
 _CORE_WORD = re.compile(r"^\d+c$")
 
@@ -263,6 +266,7 @@ def _words(name: str) -> tuple[str, ...]:
     """A GPU name as words: lower case, '(R)'/'(TM)' and brand words dropped, '16 GB' -> '16gb', '38-core GPU'
     -> '38c', 'Max-Q' -> 'maxq'."""
     s = name.lower().replace("(r)", " ").replace("(tm)", " ").replace("max-q", "maxq")
+    s = _MAC_WORDS.sub(" ", s)  # "Mac Studio M3 Ultra", "MacBook Pro M4 Max": the computer, not the chip
     s = re.sub(r"[,/_]+", " ", s)
     s = re.sub(r"(\d+(?:\.\d+)?)\s*(gb|gib)\b", r"\1gb", s)
     s = re.sub(r"(\d+)[\s-]*core(s)?(\s+gpu)?\b", r"\1c", s)
@@ -289,8 +293,10 @@ def _answers_to(query: tuple[str, ...], p: HardwareProfile) -> bool:
     for n in [p.name, *p.aliases]:
         words = _words(n)
         rest = {w for w in words if _mem_gb(w) is None}
+        # a bare "SXM" names any SXM generation of the card ("A100 80GB SXM" = the SXM4 board)
+        q_want = {w for w in q_rest if not (w == "sxm" and any(re.fullmatch(r"sxm\d", r) for r in rest))}
         extra = rest - q_rest
-        if q_rest <= rest and all(w in VARIANT_WORDS or _CORE_WORD.match(w) for w in extra):
+        if q_want <= rest and all(w in VARIANT_WORDS or _CORE_WORD.match(w) for w in extra):
             return True
     return False
 
@@ -336,6 +342,72 @@ def find_profile(name: str, profiles: list[HardwareProfile]) -> HardwareProfile:
     raise UserError(f"unknown GPU {name!r}: no hardware profile has this name{guess}",
                     hint="`recommender hardware --profiles` lists every profile; for an unlisted GPU pick a profile "
                          "and give --vram")
+
+
+# Variants that plan alike: the same memory and decode bandwidths within this fraction of each other (RTX PRO 6000
+# Server 1597 vs Workstation 1792 GB/s: 12 %; A100 80GB PCIe vs SXM4: 5 %); otherwise only the prompt rate differs
+# (10-27 % between core counts or power limits). A name that designates several of them plans for the slowest, with
+# a note; variants that differ in memory need --vram to choose.
+VARIANT_BANDWIDTH_SPREAD = 0.15
+
+
+def _shares_memory(found: list[HardwareProfile]) -> bool:
+    return max(p.memory_bytes for p in found) <= 1.03 * min(p.memory_bytes for p in found)
+
+
+def resolve_profile(name: str, profiles: list[HardwareProfile], memory_bytes: Optional[int] = None
+                    ) -> tuple[HardwareProfile, Optional[str]]:
+    """The profile a user's GPU name designates for planning, and a note when the name fits several variants: the
+    variants whose memory agrees with ``memory_bytes`` (--vram) when given; several left that share their memory and
+    decode bandwidth (within VARIANT_BANDWIDTH_SPREAD): the slowest (lowest bandwidth, then lowest prompt peak), said
+    in the note. Otherwise as :func:`find_profile` (ambiguous or unknown names raise UserError with the choices)."""
+    found = profile_candidates(name, profiles) if name and name.strip() else []
+    if len(found) > 1 and memory_bytes:
+        fit = [p for p in found if abs(p.memory_bytes - memory_bytes) <= 0.06 * p.memory_bytes]
+        found = fit or found
+    if len(found) > 1 and _shares_memory(found):
+        bws = [p.memory_bandwidth_bytes_per_s for p in found]
+        if max(bws) <= (1 + VARIANT_BANDWIDTH_SPREAD) * min(bws):
+            def speed(p):
+                return (p.memory_bandwidth_bytes_per_s, p.fp16_flops_per_s or p.fp32_flops_per_s or 0.0)
+            slow = min(found, key=speed)
+            others = sorted(p.name for p in found if p is not slow)
+            peaks = [p.fp16_flops_per_s for p in found if p.fp16_flops_per_s]
+            spread = (f"; prompt peaks differ {min(peaks) / 1e12:.0f}-{max(peaks) / 1e12:.0f} TFLOPS"
+                      if len(peaks) > 1 and max(peaks) > min(peaks) else "")
+            bw = (f", bandwidth {min(bws) / 1e9:.0f}-{max(bws) / 1e9:.0f} GB/s" if max(bws) > min(bws) else "")
+            return slow, (f"{name!r} names {len(found)} variants of one memory size{bw}{spread}: planning for the "
+                          f"slowest, {slow.name!r} (others: {', '.join(repr(o) for o in others)}; name one to plan "
+                          f"for it)")
+    if len(found) == 1:
+        return found[0], None
+    if len(found) > 1 and memory_bytes is None and not _shares_memory(found):
+        names = sorted(p.name for p in found)
+        sizes = sorted({round(p.memory_bytes / GIB) for p in found})
+        raise UserError(f"GPU {name!r} is ambiguous: it names {len(names)} profiles with "
+                        f"{', '.join(f'{g} GiB' for g in sizes)} ({', '.join(repr(n) for n in names[:8])})",
+                        hint=f"give the memory, e.g. --gpu {name!r} --vram {sizes[-1]}, or the variant's name")
+    if not found and name and name.strip():
+        wider = _wider_candidates(name, profiles)
+        if len(wider) > 1:
+            names = sorted(p.name for p in wider)
+            raise UserError(f"GPU {name!r} names a family of {len(names)} profiles: "
+                            f"{', '.join(repr(n) for n in names[:12])}" + (" ..." if len(names) > 12 else ""),
+                            hint=f"give one of them, e.g. --gpu {names[0]!r}")
+    return find_profile(name, profiles), None
+
+
+def _wider_candidates(name: str, profiles: list[HardwareProfile]) -> list[HardwareProfile]:
+    """Profiles whose name holds every word of ``name`` and more ("Jetson Orin": the AGX, NX and Nano boards): the
+    choices a family name offers, never resolved to one."""
+    query = set(_words(name))
+    if not query:
+        return []
+    out = []
+    for p in profiles:
+        if any(query <= set(_words(n)) for n in [p.name, *p.aliases]):
+            out.append(p)
+    return out
 
 
 def match_profile(gpu_name: str, profiles: list[HardwareProfile],
@@ -555,7 +627,10 @@ def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, foun
               if prof.sources.get("memory_bandwidth_bytes_per_s", "").startswith("measured") else "")
         notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM{bw})")
     elif gpu:
-        prof = find_profile(gpu, profiles)
+        prof, note = resolve_profile(gpu, profiles, (parse_memory(vram) if isinstance(vram, str) else vram)
+                                     if vram is not None else None)
+        if note:
+            notes.append(note)
         if prof.backend == "metal" and vram is None:
             prof, note = under_metal_working_set(prof)
             notes.append(note)
