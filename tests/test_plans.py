@@ -171,3 +171,31 @@ def test_tool_printed_names_resolve():
                            ("Intel(R) Arc(TM) B580 Graphics", "Intel Arc B580"), ("NVIDIA H100 80GB HBM3", "H100 SXM5"),
                            ("MacBook Pro M4 Max 40-core GPU 128GB", "Apple M4 Max 128GB")]:
         assert planning_hardware(name)[0].name == expected, name
+
+
+def test_decode_speed_users_run_is_priced():
+    """E: 18 tok/s no longer ties with 210 tok/s in chat; code wants faster streams; 30 tok/s chat is free."""
+    from recommender.core.workloads import get_workload
+    from recommender.rank.query import Query
+    from recommender.score.order import value_scale
+    from recommender.score.weighted import DEFAULT_WEIGHTS
+
+    hw = find_profile("A100 80GB SXM4", load_profiles())
+
+    def pts(wl, tok_s):
+        q = Query(vram_bytes=80 * GIB, max_latency_ms=800.0, workload=get_workload(wl), hardware=hw,
+                  weights=dict(DEFAULT_WEIGHTS))
+        s = value_scale(q)
+        return DEFAULT_WEIGHTS["latency"] * s.u("latency", {"latency": 100.0, "tpot": 1000.0 / tok_s}) / 0.0025
+
+    assert pts("chat", 210) == 0 and pts("chat", 30) == 0
+    assert pts("chat", 18) > 2  # points an 18 tok/s stream costs against a comfortable one
+    assert pts("code", 30) > 2 and pts("code", 60) == 0
+    assert pts("chat", 5.3) == pytest.approx(9.6, abs=0.2)  # reading speed: U_DECODE_AT_READING
+
+
+def test_a100_pick_streams_fast_or_runs_on_a_server_engine(catalog):
+    """E (`--gpu "A100 80GB SXM4" --max-latency 800ms`): the pick decodes >= 30 tok/s or runs on vLLM / SGLang."""
+    _, ranked, _ = ask(catalog, "A100 80GB SXM4", max_latency="800ms")
+    top = ranked[0]
+    assert top.engine in ("vllm", "sglang") or 1000.0 / top.figures["tpot_ms"].value >= 30
