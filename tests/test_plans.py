@@ -199,3 +199,24 @@ def test_a100_pick_streams_fast_or_runs_on_a_server_engine(catalog):
     _, ranked, _ = ask(catalog, "A100 80GB SXM4", max_latency="800ms")
     top = ranked[0]
     assert top.engine in ("vllm", "sglang") or 1000.0 / top.figures["tpot_ms"].value >= 30
+
+
+def test_serve_plans_8k_per_request_and_its_top_has_the_best_goodput_of_its_quality(catalog):
+    """I (`--gpu L40S --workload serve`): 8K per request by default (--context changes it), ranked by goodput at
+    that context; no row of the same quality (task accuracy and quantization cost) serves more requests/s."""
+    opts = dict(gpu="L40S", workload="serve")
+    q, ranked, _ = ask(catalog, **opts)
+    assert set(q.workload.contexts) == {8192}
+    top = ranked[0]
+    assert top.context_tokens >= 8192 and top.goodput_per_s > 0
+    all_q = QueryOptions(vram=None, max_latency=None, latency_metric=LatencyMetricOpt("ttft"), workload="serve",
+                         context=None, batch=None, prompt_tokens=None, output_tokens=None, weights=None,
+                         missing=MissingOpt.worst, gpu="L40S", model=[top.model], engine=None, quant=None, top=500,
+                         per_model=0, catalog_path=None)
+    q2, _ = build_query(all_q, "value")
+    rows, _, _ = rank(enumerate_candidates(catalog, q2), q2)
+    same = [c for c in rows if c.figures["quant_cost_points"].value == top.figures["quant_cost_points"].value]
+    assert same and max(c.goodput_per_s or 0 for c in same) <= top.goodput_per_s + 1e-9
+    opts3 = all_q._replace(model=None, context=["4K"], top=10, per_model=1)
+    q3, _ = build_query(opts3, "value")
+    assert set(q3.workload.contexts) == {4096}
