@@ -220,3 +220,26 @@ def test_serve_plans_8k_per_request_and_its_top_has_the_best_goodput_of_its_qual
     opts3 = all_q._replace(model=None, context=["4K"], top=10, per_model=1)
     q3, _ = build_query(opts3, "value")
     assert set(q3.workload.contexts) == {4096}
+
+
+def test_partial_offload_is_ranked_when_host_ram_holds_the_rest(catalog):
+    """C: on a 12 GB card a >= 30B MoE at >= 4 bits with its other layers in host RAM is offered (the table shows
+    the split: n_gpu_layers); with too little RAM it is not."""
+    def plans(ram):
+        opts = QueryOptions(vram=None, max_latency=None, latency_metric=LatencyMetricOpt("ttft"), workload="chat",
+                            context=None, batch=None, prompt_tokens=None, output_tokens=None, weights=None,
+                            missing=MissingOpt.worst, gpu="RTX 3060 12GB", model=["Qwen/Qwen3-30B-A3B-Instruct-2507"],
+                            engine=None, quant=["Q4_K_M", "Q5_K_M"], top=20, per_model=0, catalog_path=None, ram=ram)
+        q, notes = build_query(opts, "value")
+        assert any("host RAM for partial offload" in n for n in notes)
+        return rank(enumerate_candidates(catalog, q), q)[0]
+
+    ranked = plans("64")
+    off = [c for c in ranked if c.gpu_layers is not None]
+    assert off, "no offload plan"
+    c = off[0]
+    assert c.params_total >= 30e9 and c.total_vram_bytes <= 12 * GIB and c.host_weights_bytes > 0
+    assert 1 <= c.gpu_layers < 49 and c.tpot_ms > 0
+    assert not [c for c in plans("8") if c.gpu_layers is not None]  # 8 GiB (4 usable) cannot hold the rest
+    from recommender.cli.common import engine_label
+    assert engine_label(c) == f"llama.cpp ngl {c.gpu_layers}"

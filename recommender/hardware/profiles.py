@@ -26,7 +26,7 @@ from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
 from recommender.core.records import HardwareProfile
 from recommender.core.units import GIB, MIB, parse_bandwidth, parse_memory
 from recommender.hardware import cpu_bench
-from recommender.hardware.host import DDR_FACTOR, GpuInfo, GpuProbe, HostInfo, probe_gpus, probe_host
+from recommender.hardware.host import DDR_FACTOR, GpuInfo, GpuProbe, HostInfo, probe_gpus, probe_host, probe_ram
 
 # --------------------------------------------------------------------------------------------------------
 # Hardware profiles
@@ -549,6 +549,27 @@ def under_metal_working_set(profile: HardwareProfile, wired_limit_mb: Optional[i
             f"--vram raises it (after `sudo sysctl iogpu.wired_limit_mb=N`)")
     data["notes"] = f"{profile.notes}; {note}" if profile.notes else note
     return HardwareProfile.model_validate(data), note
+
+
+# Host RAM that llama.cpp partial offload may fill: the RAM (this machine's, or --ram) less what the OS and the
+# user's other programs keep. Assumption (no source measures a typical desktop's resident set): the larger of 10 %
+# and 4 GiB.
+HOST_RAM_RESERVE_SHARE = 0.10
+HOST_RAM_RESERVE_MIN_BYTES = 4 * GIB
+
+
+def offload_ram_budget(stated: Optional[str] = None) -> tuple[int, str]:
+    """(bytes, basis) of host RAM a partial-offload plan may use: --ram as typed, else this machine's RAM (its cgroup
+    limit when lower), less the reserve."""
+    if stated is not None:
+        total, where = parse_memory(stated, "--ram"), f"--ram {stated}"
+    else:
+        t, _avail, limit = probe_ram()
+        total, where = min(x for x in (t, limit) if x), "this machine's RAM (/proc/meminfo)"
+    reserve = max(HOST_RAM_RESERVE_SHARE * total, HOST_RAM_RESERVE_MIN_BYTES)
+    usable = max(int(total - reserve), 0)
+    return usable, (f"host RAM for partial offload: {usable / GIB:.1f} GiB usable of {total / GIB:.1f} GiB ({where}, "
+                    f"less max(10 %, 4 GiB) for the OS and other programs); --ram states it")
 
 
 CPU_PLANNING_NAMES = ("cpu", "host", "this-cpu")

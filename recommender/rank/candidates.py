@@ -11,12 +11,14 @@ from recommender.core.records import CHAT_CHECKPOINTS, CatalogReader, Figure, Ha
 from recommender.hardware.profiles import load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
+from recommender.predict.analytical import memory
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
 from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost
 from recommender.rank.query import LATENCY_FIELD, Query
 from recommender.score.order import serve_slos
+from recommender.score.weighted import HEADROOM_MIN_BYTES, HEADROOM_SHARE
 
 QUALITY_FIGURES = ("zh_accuracy", "en_accuracy", "ppl_ratio", "task_accuracy", "zh_comparable", "en_comparable",
                    "quant_cost_points")
@@ -183,6 +185,53 @@ class CandidateBuilder:
                 c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
 
+    def build_offload(self, mid: str, quant: str, engine: str, ctx: int, batch: int) -> Union[Candidate, OverBudget]:
+        """llama.cpp partial offload: the most layers on the GPU whose memory fits the budget less the score's headroom
+        (n_gpu_layers found by
+        bisection on the memory terms alone, docs/estimates.md 6.7), the rest of the weights and their KV cache in
+        host RAM, which must hold them (q.host_ram_bytes). An OverBudget record (excluded) when the whole model fits
+        the GPU (the GPU-only configuration is the plan), or not even the output layer does, or host RAM is short."""
+        q, spec = self.q, self.models[mid]
+        variant = self.variants[(mid, quant)]
+        prompt = min(q.workload.prompt_tokens, max(ctx - q.workload.output_tokens, 1))
+
+        def mem(n):
+            return memory(spec, quant, engine, q.hardware, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
+                          output_tokens=q.workload.output_tokens, variant=variant, gpu_layers=n)
+
+        def skip(reason, m=None):
+            figs = {**self.quality_figures(mid, quant),
+                    "total_vram_bytes": Figure(m.total_bytes if m else 0, "bytes", "estimated")}
+            return OverBudget(mid, quant, engine, ctx, batch, figs, m.total_bytes if m else 0, reason,
+                              lambda: self.build(mid, quant, engine, ctx, batch))
+
+        whole = mem(None)
+        if whole.total_bytes <= q.vram_bytes:
+            return skip("partial offload not needed: the whole model fits the GPU", whole)
+        # fill the GPU up to the score's memory headroom (score.weighted.u_memory: room for the estimate's error and
+        # the runtime), as one sets -ngl leaving a margin: the layers past it would cost more than they bring
+        target = q.vram_bytes - max(HEADROOM_SHARE * q.vram_bytes, HEADROOM_MIN_BYTES)
+        lo, hi, best = 1, max(spec.num_layers, 1), None
+        while lo <= hi:
+            mid_n = (lo + hi) // 2
+            m = mem(mid_n)
+            if m.total_bytes <= target:
+                best, lo = (mid_n, m), mid_n + 1
+            else:
+                hi = mid_n - 1
+        if best is None:
+            return skip("partial offload: not even the output layer fits the GPU", whole)
+        n, m = best
+        host = m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes)
+        if host > q.host_ram_bytes:
+            return skip(f"partial offload needs {host / 1024**3:.1f} GiB of host RAM, "
+                        f"{q.host_ram_bytes / 1024**3:.1f} GiB usable", m)
+        c = self.build(mid, quant, engine, ctx, batch, gpu_layers=n)
+        if not isinstance(c, OverBudget):
+            c.notes.append(f"partial offload: n_gpu_layers {n} (the output layer and {n - 1} of {spec.num_layers} "
+                           f"blocks on the GPU), {host / 1024**3:.1f} GiB of weights and KV cache in host RAM")
+        return c
+
     def quality_figures(self, mid: str, quant: str) -> dict[str, Figure]:
         """The quality figures of a variant (model x quant), the same for each of its engines, contexts and batches:
         computed once."""
@@ -226,7 +275,8 @@ def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
 
 class CandidateKey(NamedTuple):
     """One configuration of a query's grid (CandidateBuilder.build's arguments): ``split`` False is the first GPU
-    alone of a multi-GPU machine."""
+    alone of a multi-GPU machine; ``offload`` True: llama.cpp with as many layers on the GPU as fit, the rest in
+    host RAM (CandidateBuilder.build_offload)."""
 
     model: str
     quant: str
@@ -234,6 +284,24 @@ class CandidateKey(NamedTuple):
     context_tokens: int
     batch: int
     split: bool = True
+    offload: bool = False
+
+
+# Partial offload is offered for a variant whose weights are more than this share of the GPU budget (below it the
+# whole model fits with its KV cache, and the GPU-only configuration is the one to run) and fit in GPU + host RAM.
+OFFLOAD_MIN_WEIGHTS_SHARE = 0.85
+OFFLOAD_BACKENDS = ("cuda", "rocm")  # discrete GPUs with host RAM behind PCIe (llama.cpp -ngl); Apple/iGPUs share it
+
+
+def offload_wanted(q: Query, builder: "CandidateBuilder", mid: str, quant: str, engine: str) -> bool:
+    """Whether a variant gets a partial-offload configuration: llama.cpp on one discrete GPU, a latency workload
+    (one stream), host RAM given, and weights too big for the GPU yet within GPU + host RAM."""
+    if engine != "llama.cpp" or q.host_ram_bytes is None or q.machine is not None \
+            or q.hardware.backend not in OFFLOAD_BACKENDS or q.workload.rank_by == "goodput":
+        return False
+    v = builder.variants.get((mid, quant))
+    w = getattr(v, "weights_bytes", None)
+    return bool(w) and OFFLOAD_MIN_WEIGHTS_SHARE * q.vram_bytes < w < q.vram_bytes + q.host_ram_bytes
 
 
 def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
@@ -254,15 +322,20 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
         for engine in qs.engines:
             if q.engines and engine not in q.engines:
                 continue
+            off = offload_wanted(q, b, mid, quant, engine)
             for ctx in wl.contexts:
                 for batch in wl.batches:
                     out.append(CandidateKey(mid, quant, engine, ctx, batch))
                     if q.machine is not None:  # and on the first GPU alone
                         out.append(CandidateKey(mid, quant, engine, ctx, batch, False))
+                    if off and batch == 1:
+                        out.append(CandidateKey(mid, quant, engine, ctx, batch, offload=True))
     return out
 
 
 def build_key(builder: CandidateBuilder, k: CandidateKey, screen: bool = False) -> Union[Candidate, OverBudget]:
+    if k.offload:
+        return builder.build_offload(k.model, k.quant, k.engine, k.context_tokens, k.batch)
     return builder.build(k.model, k.quant, k.engine, k.context_tokens, k.batch, split=k.split, screen=screen)
 
 
