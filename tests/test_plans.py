@@ -79,7 +79,7 @@ def test_a_16gb_cpu_box_gets_a_small_model_with_its_speed(catalog, fake_bench):
     assert top.figures["ttft_ms"].value <= 5000
 
 
-def test_bandwidth_override_works_for_any_profile(catalog):
+def test_bandwidth_override_works_for_any_profile(catalog, fake_bench):
     hw, notes = planning_hardware("RTX 4090", bandwidth="100GB/s")
     assert hw.memory_bandwidth_bytes_per_s == 100e9 and "--bandwidth" in hw.sources["memory_bandwidth_bytes_per_s"]
     _, fast, _ = ask(catalog, "RTX 4090", vram="24")
@@ -162,6 +162,11 @@ def test_a_family_name_lists_its_choices_and_memory_variants_need_vram():
     with pytest.raises(UserError, match="40 GiB, 80 GiB"):
         planning_hardware("A100")  # 40 or 80 GB: --vram settles it
     assert planning_hardware("RTX 3060", vram="12")[0].name == "GeForce RTX 3060 12GB"
+    q, _ = build_query(QueryOptions(vram="80", max_latency=None, latency_metric=LatencyMetricOpt("ttft"),
+                                    workload="chat", context=None, batch=None, prompt_tokens=None, output_tokens=None,
+                                    weights=None, missing=MissingOpt.worst, gpu="A100", model=None, engine=None,
+                                    quant=None, top=10, per_model=1, catalog_path=None), "value")
+    assert q.hardware.name == "A100 80GB PCIe" and q.vram_bytes == 80 * GIB  # through the CLI's path too
     with pytest.raises(UserError):
         planning_hardware("H100 SXM4")  # no such board: never the SXM5
 

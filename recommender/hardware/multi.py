@@ -260,13 +260,11 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
         if link:
             raise UserError("--link describes the link between several GPUs",
                             hint='name several cards: --gpu "2x RTX 3090" (or --gpu NAME --gpus 2)')
-        prof, more = planning_hardware(gpu, found=found, bandwidth=bandwidth)
+        prof, more = planning_hardware(gpu, vram=vram, found=found, bandwidth=bandwidth)  # --vram applied there
         notes += more
     if vram is not None:  # --vram last, on the card or on every card of the machine
         mem = parse_memory(vram) if isinstance(vram, str) else vram
-        if machine is None:
-            prof = prof.with_memory(mem)
-        else:
+        if machine is not None:
             machine = machine.model_copy(update={"devices": [d.with_memory(mem) for d in machine.devices]})
             notes.append(f"--vram {vram} applies to each of the {machine.count} GPUs")
     if machine is not None and bandwidth is not None:

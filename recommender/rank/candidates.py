@@ -185,51 +185,43 @@ class CandidateBuilder:
                 c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
 
-    def build_offload(self, mid: str, quant: str, engine: str, ctx: int, batch: int) -> Union[Candidate, OverBudget]:
-        """llama.cpp partial offload: the most layers on the GPU whose memory fits the budget less the score's headroom
-        (n_gpu_layers found by
-        bisection on the memory terms alone, docs/estimates.md 6.7), the rest of the weights and their KV cache in
-        host RAM, which must hold them (q.host_ram_bytes). An OverBudget record (excluded) when the whole model fits
-        the GPU (the GPU-only configuration is the plan), or not even the output layer does, or host RAM is short."""
+    def _offload_memory(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: Optional[int]):
         q, spec = self.q, self.models[mid]
-        variant = self.variants[(mid, quant)]
-        prompt = min(q.workload.prompt_tokens, max(ctx - q.workload.output_tokens, 1))
+        return memory(spec, quant, engine, q.hardware, context_tokens=ctx, batch=batch,
+                      prompt_tokens=min(q.workload.prompt_tokens, max(ctx - q.workload.output_tokens, 1)),
+                      output_tokens=q.workload.output_tokens, variant=self.variants[(mid, quant)], gpu_layers=n)
 
-        def mem(n):
-            return memory(spec, quant, engine, q.hardware, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
-                          output_tokens=q.workload.output_tokens, variant=variant, gpu_layers=n)
-
-        def skip(reason, m=None):
-            figs = {**self.quality_figures(mid, quant),
-                    "total_vram_bytes": Figure(m.total_bytes if m else 0, "bytes", "estimated")}
-            return OverBudget(mid, quant, engine, ctx, batch, figs, m.total_bytes if m else 0, reason,
-                              lambda: self.build(mid, quant, engine, ctx, batch))
-
-        whole = mem(None)
-        if whole.total_bytes <= q.vram_bytes:
-            return skip("partial offload not needed: the whole model fits the GPU", whole)
-        # fill the GPU up to the score's memory headroom (score.weighted.u_memory: room for the estimate's error and
-        # the runtime), as one sets -ngl leaving a margin: the layers past it would cost more than they bring
+    def offload_layers(self, mid: str, quant: str, engine: str, ctx: int, batch: int) -> Optional[int]:
+        """llama.cpp partial offload of a configuration too big for the GPU: the most layers (n_gpu_layers, the output
+        layer first; docs/estimates.md 6.7) whose memory fits the budget less the score's headroom (room for the
+        estimate's error and the runtime, as one sets -ngl leaving a margin), found by bisection on the memory terms
+        alone; None when the whole model fits (the GPU-only configuration is the plan), not even the output layer
+        fits, or host RAM (q.host_ram_bytes) cannot hold the rest of the weights and their KV cache."""
+        q, spec = self.q, self.models[mid]
+        if self._offload_memory(mid, quant, engine, ctx, batch, None).total_bytes <= q.vram_bytes:
+            return None
         target = q.vram_bytes - max(HEADROOM_SHARE * q.vram_bytes, HEADROOM_MIN_BYTES)
         lo, hi, best = 1, max(spec.num_layers, 1), None
         while lo <= hi:
-            mid_n = (lo + hi) // 2
-            m = mem(mid_n)
+            n = (lo + hi) // 2
+            m = self._offload_memory(mid, quant, engine, ctx, batch, n)
             if m.total_bytes <= target:
-                best, lo = (mid_n, m), mid_n + 1
+                best, lo = (n, m), n + 1
             else:
-                hi = mid_n - 1
+                hi = n - 1
         if best is None:
-            return skip("partial offload: not even the output layer fits the GPU", whole)
+            return None
         n, m = best
-        host = m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes)
-        if host > q.host_ram_bytes:
-            return skip(f"partial offload needs {host / 1024**3:.1f} GiB of host RAM, "
-                        f"{q.host_ram_bytes / 1024**3:.1f} GiB usable", m)
+        return n if m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes) <= q.host_ram_bytes else None
+
+    def build_offload(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: int) -> Candidate:
+        """The partial-offload candidate at n_gpu_layers ``n`` (offload_layers), with a note of the split."""
         c = self.build(mid, quant, engine, ctx, batch, gpu_layers=n)
-        if not isinstance(c, OverBudget):
-            c.notes.append(f"partial offload: n_gpu_layers {n} (the output layer and {n - 1} of {spec.num_layers} "
-                           f"blocks on the GPU), {host / 1024**3:.1f} GiB of weights and KV cache in host RAM")
+        m = self._offload_memory(mid, quant, engine, ctx, batch, n)
+        host = m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes)
+        c.notes.append(f"partial offload: n_gpu_layers {n} (the output layer and {n - 1} of "
+                       f"{self.models[mid].num_layers} blocks on the GPU), {host / 1024**3:.1f} GiB of weights and KV "
+                       f"cache in host RAM ({self.q.host_ram_bytes / 1024**3:.1f} GiB usable)")
         return c
 
     def quality_figures(self, mid: str, quant: str) -> dict[str, Figure]:
@@ -275,8 +267,8 @@ def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
 
 class CandidateKey(NamedTuple):
     """One configuration of a query's grid (CandidateBuilder.build's arguments): ``split`` False is the first GPU
-    alone of a multi-GPU machine; ``offload`` True: llama.cpp with as many layers on the GPU as fit, the rest in
-    host RAM (CandidateBuilder.build_offload)."""
+    alone of a multi-GPU machine; ``gpu_layers``: llama.cpp partial offload, n_gpu_layers (CandidateBuilder.
+    offload_layers), the rest in host RAM."""
 
     model: str
     quant: str
@@ -284,7 +276,7 @@ class CandidateKey(NamedTuple):
     context_tokens: int
     batch: int
     split: bool = True
-    offload: bool = False
+    gpu_layers: Optional[int] = None
 
 
 # Partial offload is offered for a variant whose weights are more than this share of the GPU budget (below it the
@@ -328,14 +320,15 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
                     out.append(CandidateKey(mid, quant, engine, ctx, batch))
                     if q.machine is not None:  # and on the first GPU alone
                         out.append(CandidateKey(mid, quant, engine, ctx, batch, False))
-                    if off and batch == 1:
-                        out.append(CandidateKey(mid, quant, engine, ctx, batch, offload=True))
+                    n = b.offload_layers(mid, quant, engine, ctx, batch) if off and batch == 1 else None
+                    if n is not None:
+                        out.append(CandidateKey(mid, quant, engine, ctx, batch, gpu_layers=n))
     return out
 
 
 def build_key(builder: CandidateBuilder, k: CandidateKey, screen: bool = False) -> Union[Candidate, OverBudget]:
-    if k.offload:
-        return builder.build_offload(k.model, k.quant, k.engine, k.context_tokens, k.batch)
+    if k.gpu_layers is not None:
+        return builder.build_offload(k.model, k.quant, k.engine, k.context_tokens, k.batch, k.gpu_layers)
     return builder.build(k.model, k.quant, k.engine, k.context_tokens, k.batch, split=k.split, screen=screen)
 
 
