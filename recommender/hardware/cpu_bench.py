@@ -97,6 +97,8 @@ def _cache_file(fingerprint: str):
 def cached_or_measure(fingerprint: str, threads: int) -> Optional[dict]:
     """This host's measured figures: from the cache when measured before with this method, else measured now and
     cached. None when measuring is turned off (``RECOMMENDER_CPU_BENCH=off``) or numpy is missing."""
+    if os.environ.get(ENV_OFF, "").lower() in ("0", "off", "no", "false"):
+        return None
     f = _cache_file(fingerprint)
     if f is not None and f.is_file():
         try:
@@ -105,8 +107,6 @@ def cached_or_measure(fingerprint: str, threads: int) -> Optional[dict]:
                 return data
         except (OSError, ValueError):
             pass
-    if os.environ.get(ENV_OFF, "").lower() in ("0", "off", "no", "false"):
-        return None
     try:
         data = measure(threads)
     except (ImportError, MemoryError):
