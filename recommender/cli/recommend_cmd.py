@@ -144,11 +144,13 @@ def print_recommendation(rec, explain: bool, released: Optional[dict] = None) ->
     stdout_console().print(table)
     n = rec.counts
     shown = f"showing the best {'configuration' if q.per_model == 1 else 'configurations'} per model."
-    if n["predicted"] == n["candidates"]:
-        info(f"{n['feasible']} of {n['candidates']} candidates ({n['models']} models) fit the limits; {shown}")
+    total = n["candidates"] + n.get("offload", 0)
+    off = f" (+ {n['offload']} with partial offload)" if n.get("offload") else ""
+    if n["predicted"] == total:
+        info(f"{n['feasible']} of {n['candidates']} candidates{off} ({n['models']} models) fit the limits; {shown}")
     else:
-        info(f"{n['candidates']} candidates ({n['models']} models); the {n['predicted']} that could be shown were "
-             f"predicted, {n['feasible']} of them fit the limits; {shown}")
+        info(f"{n['candidates']} candidates{off} ({n['models']} models); the {n['predicted']} that could be shown "
+             f"were predicted, {n['feasible']} of them fit the limits; {shown}")
     if explain or not rec.candidates:
         for c in rec.excluded:
             info(f"excluded {c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "

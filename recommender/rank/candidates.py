@@ -11,12 +11,14 @@ from recommender.core.records import CHAT_CHECKPOINTS, CatalogReader, Figure, Ha
 from recommender.hardware.profiles import load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
+from recommender.predict.analytical import memory
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
 from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost
 from recommender.rank.query import LATENCY_FIELD, Query
 from recommender.score.order import serve_slos
+from recommender.score.weighted import HEADROOM_MIN_BYTES, HEADROOM_SHARE
 
 QUALITY_FIGURES = ("zh_accuracy", "en_accuracy", "ppl_ratio", "task_accuracy", "zh_comparable", "en_comparable",
                    "quant_cost_points")
@@ -183,6 +185,45 @@ class CandidateBuilder:
                 c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
 
+    def _offload_memory(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: Optional[int]):
+        q, spec = self.q, self.models[mid]
+        return memory(spec, quant, engine, q.hardware, context_tokens=ctx, batch=batch,
+                      prompt_tokens=min(q.workload.prompt_tokens, max(ctx - q.workload.output_tokens, 1)),
+                      output_tokens=q.workload.output_tokens, variant=self.variants[(mid, quant)], gpu_layers=n)
+
+    def offload_layers(self, mid: str, quant: str, engine: str, ctx: int, batch: int) -> Optional[int]:
+        """llama.cpp partial offload of a configuration too big for the GPU: the most layers (n_gpu_layers, the output
+        layer first; docs/estimates.md 6.7) whose memory fits the budget less the score's headroom (room for the
+        estimate's error and the runtime, as one sets -ngl leaving a margin), found by bisection on the memory terms
+        alone; None when the whole model fits (the GPU-only configuration is the plan), not even the output layer
+        fits, or host RAM (q.host_ram_bytes) cannot hold the rest of the weights and their KV cache."""
+        q, spec = self.q, self.models[mid]
+        if self._offload_memory(mid, quant, engine, ctx, batch, None).total_bytes <= q.vram_bytes:
+            return None
+        target = q.vram_bytes - max(HEADROOM_SHARE * q.vram_bytes, HEADROOM_MIN_BYTES)
+        lo, hi, best = 1, max(spec.num_layers, 1), None
+        while lo <= hi:
+            n = (lo + hi) // 2
+            m = self._offload_memory(mid, quant, engine, ctx, batch, n)
+            if m.total_bytes <= target:
+                best, lo = (n, m), n + 1
+            else:
+                hi = n - 1
+        if best is None:
+            return None
+        n, m = best
+        return n if m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes) <= q.host_ram_bytes else None
+
+    def build_offload(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: int) -> Candidate:
+        """The partial-offload candidate at n_gpu_layers ``n`` (offload_layers), with a note of the split."""
+        c = self.build(mid, quant, engine, ctx, batch, gpu_layers=n)
+        m = self._offload_memory(mid, quant, engine, ctx, batch, n)
+        host = m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes)
+        c.notes.append(f"partial offload: n_gpu_layers {n} (the output layer and {n - 1} of "
+                       f"{self.models[mid].num_layers} blocks on the GPU), {host / 1024**3:.1f} GiB of weights and KV "
+                       f"cache in host RAM ({self.q.host_ram_bytes / 1024**3:.1f} GiB usable)")
+        return c
+
     def quality_figures(self, mid: str, quant: str) -> dict[str, Figure]:
         """The quality figures of a variant (model x quant), the same for each of its engines, contexts and batches:
         computed once."""
@@ -226,7 +267,8 @@ def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
 
 class CandidateKey(NamedTuple):
     """One configuration of a query's grid (CandidateBuilder.build's arguments): ``split`` False is the first GPU
-    alone of a multi-GPU machine."""
+    alone of a multi-GPU machine; ``gpu_layers``: llama.cpp partial offload, n_gpu_layers (CandidateBuilder.
+    offload_layers), the rest in host RAM."""
 
     model: str
     quant: str
@@ -234,6 +276,24 @@ class CandidateKey(NamedTuple):
     context_tokens: int
     batch: int
     split: bool = True
+    gpu_layers: Optional[int] = None
+
+
+# Partial offload is offered for a variant whose weights are more than this share of the GPU budget (below it the
+# whole model fits with its KV cache, and the GPU-only configuration is the one to run) and fit in GPU + host RAM.
+OFFLOAD_MIN_WEIGHTS_SHARE = 0.85
+OFFLOAD_BACKENDS = ("cuda", "rocm")  # discrete GPUs with host RAM behind PCIe (llama.cpp -ngl); Apple/iGPUs share it
+
+
+def offload_wanted(q: Query, builder: "CandidateBuilder", mid: str, quant: str, engine: str) -> bool:
+    """Whether a variant gets a partial-offload configuration: llama.cpp on one discrete GPU, a latency workload
+    (one stream), host RAM given, and weights too big for the GPU yet within GPU + host RAM."""
+    if engine != "llama.cpp" or q.host_ram_bytes is None or q.machine is not None \
+            or q.hardware.backend not in OFFLOAD_BACKENDS or q.workload.rank_by == "goodput":
+        return False
+    v = builder.variants.get((mid, quant))
+    w = getattr(v, "weights_bytes", None)
+    return bool(w) and OFFLOAD_MIN_WEIGHTS_SHARE * q.vram_bytes < w < q.vram_bytes + q.host_ram_bytes
 
 
 def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
@@ -254,15 +314,21 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
         for engine in qs.engines:
             if q.engines and engine not in q.engines:
                 continue
+            off = offload_wanted(q, b, mid, quant, engine)
             for ctx in wl.contexts:
                 for batch in wl.batches:
                     out.append(CandidateKey(mid, quant, engine, ctx, batch))
                     if q.machine is not None:  # and on the first GPU alone
                         out.append(CandidateKey(mid, quant, engine, ctx, batch, False))
+                    n = b.offload_layers(mid, quant, engine, ctx, batch) if off and batch == 1 else None
+                    if n is not None:
+                        out.append(CandidateKey(mid, quant, engine, ctx, batch, gpu_layers=n))
     return out
 
 
 def build_key(builder: CandidateBuilder, k: CandidateKey, screen: bool = False) -> Union[Candidate, OverBudget]:
+    if k.gpu_layers is not None:
+        return builder.build_offload(k.model, k.quant, k.engine, k.context_tokens, k.batch, k.gpu_layers)
     return builder.build(k.model, k.quant, k.engine, k.context_tokens, k.batch, split=k.split, screen=screen)
 
 

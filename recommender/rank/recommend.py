@@ -74,7 +74,11 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
             notes.append(f"the top pick's task accuracy is estimated ({top.value:.1f}{iv}): measure it with "
                          f"`recommender probe accuracy`")
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
-                          counts={"candidates": len(keys), "predicted": len(cands), "feasible": len(feasible),
+                          # candidates: the grid (tune's, with --no-offload); offload: the partial-offload
+                          # configurations added to it (candidate_keys), among the predicted ones when shown
+                          counts={"candidates": sum(k.gpu_layers is None for k in keys),
+                                  "offload": sum(k.gpu_layers is not None for k in keys),
+                                  "predicted": len(cands), "feasible": len(feasible),
                                   "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
                           notes=notes)
 
