@@ -25,6 +25,9 @@ REPOS = {
                            "createdAt": "2026-04-02T00:00:00.000Z"},
 }
 SHA = "0123456789abcdef0123456789abcdef01234567"
+# a release newer than every shipped Kimi (the Hub date is what makes it one)
+REPOS["moonshotai/Kimi-K2.6"] = {"license": "other", "pipeline_tag": "image-text-to-text",
+                                 "createdAt": "2026-11-20T08:00:00.000Z"}
 
 
 def _config_bytes(repo: str) -> bytes:
@@ -113,6 +116,18 @@ def test_refresh_hub_rereads_every_hub_model(cli, user_catalog, hub):
     assert r.code == 0, r.err
     assert r.json()["added_or_updated"] == ["openai/gpt-oss-20b"]
     assert len(_Hub.requests) > n
+
+
+def test_a_new_hub_release_is_listed_since_and_outdates_its_sibling(cli, user_catalog, hub):
+    """`catalog add hf:` keeps the Hub's createdAt as the release date, so a model released after the shipped
+    catalog was built shows in `catalog list --since` and `catalog outdated` names it as the newer sibling."""
+    r = cli("catalog", "add", "hf:moonshotai/Kimi-K2.6", "--id", "moonshotai/Kimi-K2.9", "--json")
+    assert r.code == 0, r.err
+    listed = {m["id"]: m for m in cli("catalog", "list", "--since", "2026-11", "--json").json()}
+    assert listed["moonshotai/Kimi-K2.9"]["release_date"] == "2026-11-20"
+    assert listed["moonshotai/Kimi-K2.9"]["family"] == "kimi"
+    pairs = {p["model"]: p["newer"] for p in cli("catalog", "outdated", "--json").json()}
+    assert pairs["moonshotai/Kimi-K2.5"] == "moonshotai/Kimi-K2.9"
 
 
 def test_hub_refusals_are_one_line_and_change_nothing(cli, user_catalog, hub):
