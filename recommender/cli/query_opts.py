@@ -42,6 +42,12 @@ class MissingOpt(str, Enum):
     mean = "mean"
 
 
+class RiskOpt(str, Enum):
+    neutral = "neutral"
+    moderate = "moderate"
+    averse = "averse"
+
+
 class QueryOptions(NamedTuple):
     """The shared options of a ranking question, as the user typed them (parsed by build_query)."""
 
@@ -64,6 +70,7 @@ class QueryOptions(NamedTuple):
     catalog_path: Optional[str]
     gpus: Optional[int] = None
     link: Optional[str] = None
+    risk: RiskOpt = None
 
 
 def _options() -> dict[str, object]:
@@ -94,6 +101,10 @@ def _options() -> dict[str, object]:
                                                          "or --gpu \"2x RTX 3090\", --gpu \"RTX 4090,RTX 3090\"."),
         "link": typer.Option(None, "--link", help="Link between the GPUs: pcie4 x16, pcie3 x8, nvlink "
                                                   "(default: the cards' own, profiles/links)."),
+        "risk": typer.Option(RiskOpt.moderate, "--risk", help="Which task accuracy ranks: neutral = the point value, "
+                                                              "moderate = its 16th percentile (mean - 1 SD), averse "
+                                                              "= its 5th percentile; an estimate with a wide interval "
+                                                              "then does not outrank a published figure inside it."),
     }
 
 
@@ -150,7 +161,8 @@ def build_query(opts: QueryOptions, normalization: str, include_base: bool = Fal
         wl = wl.model_copy(update=upd)
     q = Query(vram_bytes=machine.memory_bytes if machine else hw.memory_bytes, machine=machine, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
               hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=list(o.model or []),
-              engines=engines, quants=quants, top=o.top, per_model=o.per_model, include_base=include_base)
+              engines=engines, quants=quants, top=o.top, per_model=o.per_model, include_base=include_base,
+              risk=(o.risk.value if o.risk is not None else "moderate"))
     return q, notes
 
 
