@@ -608,9 +608,10 @@ def thinking_shift(sources: dict, lb: dict) -> dict:
 # bridges: publisher-table scores (inputs/card_scores.csv) -> OLL v2 scale
 # ----------------------------------------------------------------------------------------------------------------
 CARDS = INPUTS / "card_scores.csv"
-# The three OLL v2 tasks that cards report (MMLU-Pro, GPQA, IFEval: each one sixth of the OLL v2 average); GPQA and
-# GPQA-Diamond are different item sets, each its own benchmark here
-CARD_EN_BENCH = ("MMLU-Pro", "GPQA", "GPQA-Diamond", "IFEval", "IFEval (strict-prompt)")
+# The three OLL v2 tasks that cards report (MMLU-Pro, GPQA, IFEval: each one sixth of the OLL v2 average), and a
+# publisher's own LiveBench 2024-11-25 run (a general composite; the official LiveBench tables are linked apart); GPQA
+# and GPQA-Diamond are different item sets, each its own benchmark here
+CARD_EN_BENCH = ("MMLU-Pro", "GPQA", "GPQA-Diamond", "IFEval", "IFEval (strict-prompt)", "LiveBench 2024-11-25")
 CARD_MIN_ANCHORS = 2  # models with a known x in a document, to fix that document's intercept
 CARD_MIN_SLOPE = 8  # anchors over all documents, to fit a benchmark's common slope
 
