@@ -356,6 +356,54 @@ def evidence_class(figure: Figure, table_rows: list[Optional[dict]]) -> str:
     return EVIDENCE_ORDER[worst]
 
 
+_DATED = [(re.compile(r"hf_open_llm_leaderboard_v2"), "2025-03-21 (OLL v2 final snapshot)"),
+          (re.compile(r"lmarena_text_(\d{4})(\d{2})(\d{2})"), r"\1-\2-\3 (LMArena)"),
+          (re.compile(r"Qwen3 Technical Report"), "2025-05 (Qwen3 Technical Report)")]
+_LB = re.compile(r"livebench\[([0-9_,]+)\]")
+_CARD_DATE = re.compile(r"card\[[^\]]*?\(date (.*?)\): ")
+
+
+def source_dates(text: str) -> str:
+    """The dates of the sources a model_quality row names (OLL v2 snapshot, LMArena, LiveBench releases, card dates),
+    as written there."""
+    out = []
+    for rx, label in _DATED:
+        for m in rx.finditer(text or ""):
+            out.append(m.expand(label))
+    for m in _LB.finditer(text or ""):
+        out.append("LiveBench " + ", ".join(r.replace("_", "-") for r in m.group(1).split(",")))
+    for m in _CARD_DATE.finditer(text or ""):
+        out.append(m.group(1))
+    return "; ".join(dict.fromkeys(out)) or "not stated"
+
+
+def evidence_rows(tasks: "TaskAccuracy", cands: list, groups: tuple[str, ...]) -> list[dict]:
+    """The evidence table of ranked rows (``--explain``, the HTML report): per row its task accuracy, the figure the
+    ranking used, the planned thinking mode and, per group, the figure, its interval, class (measured / published /
+    bridged / estimated / unknown), source and date."""
+    out = []
+    for c in cands:
+        acc = c.figures["task_accuracy"]
+        ranked = c.figures.get("task_accuracy_ranked", acc)
+        think = c.figures.get("thinking_tokens")
+        parts = []
+        for g in groups:
+            fig, measured = tasks.group(c.model, g, c.quant)
+            row = tasks.table.get((c.model, g))
+            cls = "measured" if measured else (row["provenance"] if row and fig.value is not None else
+                                               "unknown" if fig.value is None else "estimated")
+            src = fig.basis if measured or row is None else f"{row['method'][:200]} | sources: {row['sources'][:200]}"
+            parts.append({"group": g, "value": fig.value, "interval": fig.interval, "class": cls,
+                          "source": src, "date": "this machine" if measured else source_dates(
+                              (row or {}).get("sources", "") + " " + (row or {}).get("method", ""))})
+        out.append({"rank": c.rank, "model": c.model, "quant": c.quant, "task_accuracy": acc.value,
+                    "interval": acc.interval, "ranked_accuracy": ranked.value,
+                    "evidence": tasks.evidence(c.model, c.quant, groups),
+                    "mode": think.basis.split(" (")[0].split(":")[0] if think else "not stated",
+                    "thinking_tokens": think.value if think else None, "groups": parts})
+    return out
+
+
 def quant_cost(table: dict[str, dict], quant: str, params_active: int, measured: bool = False) -> Figure:
     """Accuracy points quantization costs this model: points_8b(quant) x (P_active / 8B) ** -alpha
     (sources/quality/quant_quality.csv: llama.cpp's KLD ladder x 10.88 points per nat x the task mix, Qwen / Red Hat

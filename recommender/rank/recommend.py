@@ -12,7 +12,7 @@ from recommender.core.records import CatalogReader, Strict
 from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateKey, build_key, candidate_keys,
                                          skips_base)
 from recommender.rank.query import Query
-from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE
+from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE, evidence_rows
 from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bounds, rank, value_scale
 
 # The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
@@ -20,6 +20,7 @@ FIRST_ROUND_VARIANTS = 64
 # A bound is compared with the shown scores, which are rounded to SCORE_DECIMALS (6): a margin of 1e-6 keeps the
 # comparison exact whatever the rounding did (score.order.SCORE_DECIMALS).
 BOUND_MARGIN = 1e-6
+EVIDENCE_ROWS = 5  # top rows whose accuracy evidence is listed (--explain, the HTML report)
 
 
 class Recommendation(Strict):
@@ -28,6 +29,7 @@ class Recommendation(Strict):
     excluded: list[Candidate]  # strongest excluded candidates, with reasons
     counts: dict[str, int]
     notes: list[str] = Field(default_factory=list)
+    evidence: list[dict] = Field(default_factory=list)  # the top rows' accuracy evidence (rank.quality.evidence_rows)
 
 
 def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
@@ -85,7 +87,9 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           counts={"candidates": len(keys), "predicted": len(cands), "feasible": len(feasible),
                                   "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
-                          notes=notes)
+                          notes=notes,
+                          evidence=evidence_rows(builder.tasks, ranked[:EVIDENCE_ROWS], tuple(q.workload.accuracy_tasks))
+                          if q.normalization == "value" else [])
 
 
 def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) -> tuple[list, tuple[list, list, list]]:

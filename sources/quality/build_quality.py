@@ -694,7 +694,8 @@ def link_cards(meta: Meta, rows: list[dict], anchors: dict) -> dict:
                 a_d = statistics.fmean(x - c * y for _, y, x, _ in rest)
                 sd = math.sqrt(loo_rmse**2 + loo_rmse**2 / len(rest) + statistics.fmean(a[3] for a in rest) ** 2)
                 preds[r["entity"]].append({"doc": d, "bench": bench, "y": r["y"], "x": a_d + c * r["y"], "sd": sd,
-                                           "url": r["source_url"], "reported_by": r["reported_by"]})
+                                           "url": r["source_url"], "reported_by": r["reported_by"],
+                                           "date": r["date"]})
     # one document's benchmarks for one model are correlated (same harness, same run): combined as releases are
     out = {}
     for ent, ps in preds.items():
@@ -705,7 +706,8 @@ def link_cards(meta: Meta, rows: list[dict], anchors: dict) -> dict:
         for d, dps in by_doc.items():
             x, sd = _lb_combine([(p["x"], p["sd"]) for p in dps])
             terms.append({"doc": d, "x": x, "sd": sd, "benches": [f"{p['bench']} {p['y']:g}" for p in dps],
-                          "url": dps[0]["url"], "reported_by": dps[0]["reported_by"]})
+                          "url": dps[0]["url"], "reported_by": dps[0]["reported_by"],
+                          "date": dps[0]["date"]})
         out[ent] = terms
     return {"fits": fits, "preds": out}
 
@@ -741,7 +743,8 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
                 ("livebench[" + ",".join(r.replace("livebench_", "") for r in p["releases"]) + "]", p["x"], p["sd"])
             )
         for t in cards["preds"].get(ent, []):
-            groups.append((f"card[{t['doc']}: {', '.join(t['benches'])}; {t['url']}]", t["x"], t["sd"]))
+            groups.append((f"card[{t['doc']} (date {t['date']}): {', '.join(t['benches'])}; {t['url']}]", t["x"],
+                           t["sd"]))
         w = [1 / g[2] ** 2 for g in groups]
         x = sum(wi * g[1] for wi, g in zip(w, groups)) / sum(w)
         var = 1 / sum(w)
