@@ -614,6 +614,7 @@ CARDS = INPUTS / "card_scores.csv"
 CARD_EN_BENCH = ("MMLU-Pro", "GPQA", "GPQA-Diamond", "IFEval", "IFEval (strict-prompt)", "LiveBench 2024-11-25")
 CARD_MIN_ANCHORS = 2  # models with a known x in a document, to fix that document's intercept
 CARD_MIN_SLOPE = 8  # anchors over all documents, to fit a benchmark's common slope
+CARD_MIN_RANGE = 15.0  # points of the benchmark the anchors span: a slope over a narrow (saturated) range extrapolates
 
 
 def card_entity(meta: Meta, mid: str, mode: str) -> str:
@@ -656,10 +657,13 @@ def link_cards(meta: Meta, rows: list[dict], anchors: dict) -> dict:
             if len(an) >= CARD_MIN_ANCHORS:
                 groups[d] = an
         n_all = sum(len(g) for g in groups.values())
-        if n_all < CARD_MIN_SLOPE:
+        ys = [a[1] for g in groups.values() for a in g]
+        span = (max(ys) - min(ys)) if ys else 0.0
+        if n_all < CARD_MIN_SLOPE or span < CARD_MIN_RANGE:
+            why = (f"{n_all} anchors over all documents (< {CARD_MIN_SLOPE}) for a common slope" if n_all < CARD_MIN_SLOPE
+                   else f"the anchors span {span:.1f} points of {bench} (< {CARD_MIN_RANGE:g}): no slope")
             for d in docs:
-                fits[f"{d}|{bench}"] = {"linked": False, "why": f"{n_all} anchors over all documents "
-                                        f"(< {CARD_MIN_SLOPE}) for a common slope"}
+                fits[f"{d}|{bench}"] = {"linked": False, "why": why}
             continue
         sxy = sxx = 0.0
         for an in groups.values():
