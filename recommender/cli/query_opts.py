@@ -44,6 +44,12 @@ class MissingOpt(str, Enum):
     mean = "mean"
 
 
+class RiskOpt(str, Enum):
+    neutral = "neutral"
+    moderate = "moderate"
+    averse = "averse"
+
+
 class QueryOptions(NamedTuple):
     """The shared options of a ranking question, as the user typed them (parsed by build_query)."""
 
@@ -68,6 +74,7 @@ class QueryOptions(NamedTuple):
     link: Optional[str] = None
     bandwidth: Optional[str] = None
     ram: Optional[str] = None
+    risk: RiskOpt = None
 
 
 def _options() -> dict[str, object]:
@@ -103,6 +110,10 @@ def _options() -> dict[str, object]:
                                                             "figure; a CPU's is measured here (a few seconds, once)."),
         "ram": typer.Option(None, "--ram", help="Host RAM for llama.cpp partial offload: 64 (GiB), 64GB. Default: "
                                                 "this machine's RAM, less 10 % (at least 4 GiB)."),
+        "risk": typer.Option(RiskOpt.moderate, "--risk", help="Which task accuracy ranks: neutral = the point value, "
+                                                              "moderate = its 16th percentile (mean - 1 SD), averse "
+                                                              "= its 5th percentile; an estimate with a wide interval "
+                                                              "then does not outrank a published figure inside it."),
     }
 
 
@@ -166,7 +177,7 @@ def build_query(opts: QueryOptions, normalization: str, include_base: bool = Fal
     q = Query(vram_bytes=machine.memory_bytes if machine else hw.memory_bytes, machine=machine, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
               hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=list(o.model or []),
               engines=engines, quants=quants, top=o.top, per_model=o.per_model, include_base=include_base,
-              host_ram_bytes=host_ram)
+              host_ram_bytes=host_ram, risk=(o.risk.value if o.risk is not None else "moderate"))
     return q, notes
 
 

@@ -29,7 +29,7 @@ def costs(c, method: str = "minmax") -> dict[str, Optional[float]]:
     """The criteria of one candidate as costs (lower is better). The brief's (minmax / zscore): latency ms, memory
     bytes, perplexity ratio, 100 - published C-Eval/CMMLU %, 100 - MMLU %, 100 - A. Value: the same latency and
     memory, goodput (serve), the quantization cost in points, and 100 - the comparable group accuracies."""
-    acc = c.figures.get("task_accuracy")
+    acc = c.figures.get("task_accuracy_ranked") or c.figures.get("task_accuracy")  # --risk's lower quantile
     out = {"latency": c.latency_ms, "vram": float(c.total_vram_bytes), "acc": _less(acc.value if acc else None)}
     if method == "value":
         qp = c.figures.get("quant_cost_points")

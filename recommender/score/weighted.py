@@ -39,10 +39,12 @@ from recommender.core.errors import UserError
 
 # The label of the score, the order and the quality figures they read (recommender.versions; tests/test_golden.py):
 # bump it when a ranking or a score changes while the predicted figures do not.
-SCORE_VERSION = "score-v5-value"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3: every
-# catalog model's own comparable-accuracy row (sources/quality rebuilt 2026-12-01), classifier checkpoints out of chat;
-# v4: bitsandbytes quantizations priced by their own quant_quality rows (were unknown: the worst price); v5: decode
-# speed priced from the workload's comfortable speed (decode_comfort_tok_s) down to reading speed
+SCORE_VERSION = "score-v6-evidence"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3:
+# every catalog model's own comparable-accuracy row (sources/quality rebuilt 2026-12-01), classifier checkpoints out of
+# chat; v4: bitsandbytes quantizations priced by their own quant_quality rows (were unknown: the worst price); v5: decode
+# speed priced from the workload's comfortable speed (decode_comfort_tok_s) down to reading speed; v6 (issue 23): ranked
+# on a lower quantile of the accuracy interval (--risk), publisher-table bridges (inputs/card_scores.csv), vision/code
+# checkpoints on their text base's evidence, reasoning tokens in the time to the visible answer
 CRITERIA = ("latency", "vram", "ppl", "zh", "en", "acc")
 # The brief's weights; under value the task-accuracy weight is on the workload's task mix (acc), under the brief's
 # min-max / z-score on C-Eval (zh), as the brief had it.
