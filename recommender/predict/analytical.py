@@ -332,6 +332,12 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         elif family == "gguf" and hw.int8_ops_per_s:
             peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"  # the single constants' GGUF MFU is against FP16
             mfu_c = r.prefill_mfu("gguf")
+    if hw.backend == "cpu":
+        cpu = r.cpu_terms(hw)  # llama.cpp: a CPU's measured (or stated) bandwidth and matmul rate, not a GPU's peaks
+        if cpu is not None:
+            eff_c, peak, peak_name, mfu_c = cpu
+        else:  # the GPU-fitted efficiencies of these engines do not hold on a CPU: calibrated or unknown
+            bw = 0.0
     basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec:.3f} ms "
                        f"[efficiency: {eff_c.source}]")
 

@@ -76,6 +76,11 @@ class EngineRules(ABC):
     def fixed_step_ms(self, spec: ModelSpec, family: str) -> tuple[float, float, str]:
         """(decode ms, prefill ms, basis) a step costs beyond its bytes and FLOPs terms (host work, launches)."""
 
+    def cpu_terms(self, hw: HardwareProfile) -> Optional[tuple[C.Const, Optional[float], str, C.Const]]:
+        """(decode efficiency, matmul peak, its label, its fraction) on a CPU host; None: the engine's GPU-fitted
+        terms do not hold on a CPU (its figures are calibrated or unknown there)."""
+        return None
+
     def latency_terms(self, hw: HardwareProfile, family: str) -> Optional[dict]:
         """Per-GPU-family fits replacing decode_efficiency / prefill_mfu (llama.cpp); None: the constants hold."""
         return None

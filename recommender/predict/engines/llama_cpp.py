@@ -309,6 +309,11 @@ class LlamaCppRules(EngineRules):
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU)
         return hw.backend not in ("metal", "cpu")
 
+    def cpu_terms(self, hw: HardwareProfile):
+        # a CPU's measured (or stated) bandwidth and matmul rate (constants.CPU_*), not a GPU's peaks
+        return (C.CPU_DECODE_BW_EFFICIENCY, hw.fp16_flops_per_s or hw.fp32_flops_per_s, "matmul rate",
+                C.CPU_MATMUL_FRACTION)
+
     def skips_mtp_blocks(self) -> bool:
         # src/models/qwen35.cpp, qwen3next.cpp, nemotron-h.cpp: mtp_flags = TENSOR_SKIP without load_mtp, which
         # llama_model_default_params leaves false (analytical.mtp_bytes)
