@@ -38,7 +38,7 @@ from recommender.core.records import HardwareProfile, ModelSpec, Strict, Variant
 from recommender.hardware.multi import MultiGpu
 from recommender.predict import constants as C
 from recommender.model.quant import QUANTS
-from recommender.predict.analytical import Estimate, estimate, fixed_step_ms, output_bytes, variant_bytes
+from recommender.predict.analytical import Estimate, estimate, fixed_step_ms, output_bytes, tied_output_bytes, variant_bytes
 
 SplitMode = Literal["layer", "row", "tensor", "pipeline"]
 ENGINE_MODES: dict[str, tuple[str, ...]] = {"llama.cpp": ("layer", "row"), "vllm": ("tensor", "pipeline")}
@@ -240,7 +240,7 @@ def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, 
         wbytes, embd_b = variant.weights_bytes, variant.embedding_bytes
     else:
         wbytes, embd_b, _ = variant_bytes(spec, quant)
-    out_b = output_bytes(spec, quant) + (embd_b if spec.tie_word_embeddings else 0)
+    out_b = output_bytes(spec, quant) + (tied_output_bytes(spec, quant, embd_b) if spec.tie_word_embeddings else 0)
     blocks_b = max(wbytes - embd_b - output_bytes(spec, quant), 0)
     kv_total = base.kv_cache_bytes
     link = machine.link
