@@ -512,3 +512,23 @@ def test_gemma4_published_counts_and_per_layer_kv():
     # KV per token (f16): full layers 2 x kv x 512, sliding 2 x kv x 256, KV-shared layers nothing
     assert kv_bytes_per_token(s31) == 2 * (10 * 2 * 4 * 512 + 50 * 2 * 16 * 256)
     assert kv_bytes_per_token(e4) == 2 * (4 * 2 * 2 * 512 + 20 * 2 * 2 * 256)
+
+
+def test_exaone45_is_exaone4_with_an_mtp_block():
+    """EXAONE-4.5-33B's text model: conversion/exaone.py Exaone4_5_TextModel writes it as exaone4 plus
+    num_nextn_predict_layers MTP blocks; same trunk widths as EXAONE-4.0-32B, a larger vocabulary (153600)."""
+    s45, s40 = spec("LGAI-EXAONE/EXAONE-4.5-33B"), spec("LGAI-EXAONE/EXAONE-4.0-32B")
+    assert (s45.nextn_layers, s45.num_swa_layers, s45.num_attention_layers) == (1, 48, 64)
+    sh = shapes(s45)
+    assert sh["blk.64.nextn.eh_proj.weight"] == (2 * 5120, 5120) and "blk.64.ffn_up.weight" in sh
+    assert "blk.65.attn_q.weight" not in sh
+    mtp = sum(_n(v) for k, v in sh.items() if k.startswith("blk.64."))
+    vocab_extra = (153600 - s40.vocab_size) * 5120 * (1 if s45.tie_word_embeddings else 2)
+    assert s45.params_total - mtp - vocab_extra == s40.params_total
+
+
+def _n(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

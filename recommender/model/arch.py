@@ -76,6 +76,10 @@ GGUF_ARCH = {
     # layers by layer_types, KV-shared trailing layers, per-layer embeddings, dense MLP + routed experts (26B-A4B)
     # (conversion/gemma.py Gemma4Model, src/models/gemma4.cpp; the KV reuse in src/llama-model.cpp create_memory)
     "gemma4_text": "gemma4",
+    # EXAONE-4.5: the EXAONE-4.0 text layout plus num_nextn_predict_layers MTP blocks (conversion/exaone.py
+    # Exaone4_5_TextModel(Exaone4Model), MODEL_ARCH.EXAONE4; src/models/exaone4.cpp keeps them TENSOR_SKIP); the
+    # vision tower goes to the mmproj file
+    "exaone4_5_text": "exaone4",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -159,7 +163,7 @@ _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4_text", "
 # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True); StableLM-2 when use_qkv_bias (read below)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}
 _QK_NORM_TYPES = {"gemma4_text", "lfm2", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
-                  "olmo3", "exaone4"}
+                  "olmo3", "exaone4", "exaone4_5_text"}
 _POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
 
 # GGUF layout quirks: Phi-3 keeps HF's fused qkv_proj and gate_up_proj (llama.cpp src/models/phi3.cpp:
@@ -400,6 +404,9 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         linear, dense_ff = _lfm2_fields(cfg, get, model_id, n_layers, dense_ff)
     elif model_type == "gemma4_text":
         linear, n_swa = _gemma4_fields(cfg, get, model_id, n_layers, n_kv)
+    elif model_type == "exaone4_5_text":
+        linear = {"nextn_layers": _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0,
+                                          "num_nextn_predict_layers", model_id)}
     if used_defaults:
         extra = f"library defaults used for keys absent from config.json: {', '.join(used_defaults)}"
         notes = f"{notes}; {extra}" if notes else extra
@@ -709,6 +716,10 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             t += [(b + "ffn_gate.weight", (H, ff)), (b + "ffn_up.weight", (H, ff)), (b + "ffn_down.weight", (ff, H))]
         if extra_norms or arch in _POST_NORM_ONLY:
             t += [(b + "post_ffw_norm.weight", (H,))]
+        if i >= L and arch == "exaone4":
+            # EXAONE-4.5 MTP block (src/models/exaone4.cpp is_nextn): the trunk block plus eh_proj and three norms
+            t += [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
+                  (b + "nextn.hnorm.weight", (H,)), (b + "nextn.shared_head_norm.weight", (H,))]
         out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
     out.append(("output_norm.weight", (H,), -1, 1))
     if arch in _NORM_BIAS:
