@@ -12,7 +12,7 @@ best effective accuracy among the candidates that fit the same limits (chat-tune
 Targets: regret <= 3 points in >= 90 % of the scenarios; whenever a feasible model that needs more memory than the top
 pick is more accurate by > 3 points, the top pick uses >= half the memory.
 
-    /work/main/.venv/bin/python bench/advice.py [--normalization value|minmax|zscore] [--markdown]
+    .venv/bin/python bench/advice.py [--normalization value|minmax|zscore] [--markdown]
 """
 
 from __future__ import annotations

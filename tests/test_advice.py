@@ -4,8 +4,11 @@ chat checkpoints only, the brief's min-max kept, serve by goodput, and the tie-b
 Exchange rates are in accuracy points at the default weights (docs/scoring.md): one point of task accuracy is
 0.25 x 1/100 = 0.0025 of score."""
 
+import csv
+
 import pytest
 
+from recommender.core.paths import SOURCES_DIR
 from recommender.hardware.profiles import load_profiles
 from recommender.core.workloads import get_workload
 from recommender.rank.query import Query
@@ -59,6 +62,27 @@ def test_quant_steps_cost_what_the_published_ladder_says(cli):
     assert cost[("Qwen/Qwen3-32B", "Q4_K_M")] - cost[("Qwen/Qwen3-32B", "Q8_0")] < 1
     # one point lost to quantization weighs one point of task accuracy at the default weights
     assert DEFAULT_WEIGHTS["ppl"] / Q_SCALE_POINTS == pytest.approx(POINT)
+
+
+def test_bitsandbytes_pays_its_own_price_on_the_published_ladder(cli):
+    """A bitsandbytes candidate's quantization cost is its own row of sources/quality/quant_quality.csv, size-scaled
+    (the quality build wrote bnb-NF4 / bnb-INT8, the quant table says BNB-NF4 / BNB-INT8: no row was found, the cost
+    was unknown and every bitsandbytes candidate paid the worst price, u = 1)."""
+    with (SOURCES_DIR / "quality" / "quant_quality.csv").open(newline="", encoding="utf-8") as f:
+        ladder = {r["quant"]: r for r in csv.DictReader(f)}
+    r = cli("recommend", "--gpu", "H100 SXM5", "--model", "Qwen/Qwen3-8B", "--quant", "BNB-NF4", "--quant",
+            "BNB-INT8", "--per-model", "0", "--json", prog="recommender")
+    assert r.code == 0, r.err
+    seen = set()
+    for c in r.json()["candidates"]:
+        row = ladder[c["quant"]]
+        want = float(row["points_8b"]) * (c["params_active"] / 8e9) ** -float(row["size_exponent"])
+        fig = c["figures"]["quant_cost_points"]
+        assert fig["provenance"] == "estimated", fig
+        assert fig["value"] == pytest.approx(want, abs=1e-4), (c["quant"], fig)
+        assert c["score_parts"]["ppl"] < 1, c["score_parts"]  # not the worst price
+        seen.add(c["quant"])
+    assert seen == {"BNB-NF4", "BNB-INT8"}
 
 
 def test_the_4090_answer_is_what_a_seasoned_user_runs(cli):

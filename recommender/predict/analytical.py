@@ -5,7 +5,7 @@ Latency (ms):                 prefill = max(FLOPs / (peak x MFU), weight bytes /
                                         + fixed overhead
                               decode  = max(bytes read per step / (bandwidth x efficiency), FLOPs / (peak x MFU))
                                         + per-token overhead
-Every constant comes from recommender.constants with its source; docs/estimates.md derives each term.
+Every constant comes from recommender.predict.constants with its source; docs/estimates.md derives each term.
 TTFT and TPOT as vLLM's benchmarks define them (time to the first output token; (E2E - TTFT)/(n_out - 1)). The figures
 derived from them (E2E, decode rate, throughput) and the calibrated and measured figures that replace them are the
 Predictor's (recommender.predict.predictor): this module only computes the analytical terms.

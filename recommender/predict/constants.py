@@ -23,8 +23,10 @@ MIB = 1024**2
 # GGUF type on the H200 (QUANT_KERNEL_SPEEDS); v4: MoE partial offload reads only the touched experts on the GPU and
 # on the host (v3 subtracted every expert from the GPU's bytes: negative decode bytes with most blocks on the host);
 # v5 (issue 22, branch arch): llama.cpp leaves a checkpoint's MTP blocks unloaded (Qwen3-Next's resident weights and
-# decode reads drop by that block), Qwen3.5 / Nemotron-H hybrids sized (KV on attention layers, recurrent states)
-ESTIMATE_FORMULA_VERSION = "estimate-v5"
+# decode reads drop by that block), Qwen3.5 / Nemotron-H hybrids sized (KV on attention layers, recurrent states);
+# v6: the generated terms refitted on the code that reads them (their new --check found both stale): MoE decode
+# 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %
+ESTIMATE_FORMULA_VERSION = "estimate-v6"
 
 
 @dataclass(frozen=True)

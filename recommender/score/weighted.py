@@ -39,8 +39,9 @@ from recommender.core.errors import UserError
 
 # The label of the score, the order and the quality figures they read (recommender.versions; tests/test_golden.py):
 # bump it when a ranking or a score changes while the predicted figures do not.
-SCORE_VERSION = "score-v3-value"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3: every
-# catalog model's own comparable-accuracy row (sources/quality rebuilt 2026-12-01), classifier checkpoints out of chat
+SCORE_VERSION = "score-v4-value"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3: every
+# catalog model's own comparable-accuracy row (sources/quality rebuilt 2026-12-01), classifier checkpoints out of chat;
+# v4: bitsandbytes quantizations priced by their own quant_quality rows (were unknown: the worst price)
 CRITERIA = ("latency", "vram", "ppl", "zh", "en", "acc")
 # The brief's weights; under value the task-accuracy weight is on the workload's task mix (acc), under the brief's
 # min-max / z-score on C-Eval (zh), as the brief had it.

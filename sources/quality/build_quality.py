@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Build the comparable task-accuracy table (model_quality.csv) and the quantization-cost table (quant_quality.csv).
 
-Standalone, standard library only. Run from anywhere:  python3 sources/quality/build_quality.py
+The standard library and the project's quantization table (recommender.model.quant.QUANTS: the names and family
+labels of the cost rows). Run from anywhere with the project's Python:  .venv/bin/python sources/quality/build_quality.py
+(``--check``: write nothing, exit 1 if an output is stale; ``--quant-only``: quant_quality.csv alone)
 Inputs (all in this folder unless noted):
   inputs/leaderboards.csv     Open LLM Leaderboard v2, LMArena text 2025-08-04, LiveBench releases (copied unchanged
                               from shared/data/quality/; see inputs/SOURCES-README.md)
@@ -22,9 +24,12 @@ The method is documented in docs/quality-method.md. Nothing here calls the netwo
 
 from __future__ import annotations
 
+import argparse
 import csv
+import io
 import json
 import math
+import operator
 import re
 import statistics
 import sys
@@ -32,6 +37,10 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # the checkout's own package, for its quantization table
+
+from recommender.model.quant import QUANTS  # noqa: E402  (the names and family labels of the cost rows)
+
 INPUTS = HERE / "inputs"
 PUBLISHED = HERE.parent / "published_scores.csv"
 CONFIGS = HERE.parent / "configs"
@@ -83,7 +92,7 @@ def wls(
 
 
 def dot(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(map(operator.mul, a, b))  # the same products summed in the same order as a generator, twice as fast
 
 
 def rms(v: list[float]) -> float:
@@ -110,12 +119,13 @@ def read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fields})
+def csv_text(rows: list[dict], fields: list[str]) -> str:
+    f = io.StringIO(newline="")
+    w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fields})
+    return f.getvalue()
 
 
 def fmt(x: float | None, nd: int = 2) -> str:
@@ -831,9 +841,9 @@ def ridge(xs, ys, ws, pen):
     return beta, ainv
 
 
-def hat_block(xs, ws, ainv, idx):
-    """H[i][j] = x_i' A^-1 x_j w_j for i, j in idx."""
-    v = [[dot(row, xs[j]) for row in ainv] for j in idx]  # A^-1 x_j
+def hat_block(xs, ws, ainv, idx, axs=None):
+    """H[i][j] = x_i' A^-1 x_j w_j for i, j in idx (``axs``: every A^-1 x_j, computed once by the caller)."""
+    v = [axs[j] for j in idx] if axs is not None else [[dot(row, xs[j]) for row in ainv] for j in idx]  # A^-1 x_j
     return [[dot(xs[i], v[jj]) * ws[j] for jj, j in enumerate(idx)] for i in idx]
 
 
@@ -889,9 +899,10 @@ class Estimator:
         self.beta, ainv = ridge(xs, ys, ws, pen)
         fitted = [dot(self.beta, x) for x in xs]
         res = [y - f for y, f in zip(ys, fitted)]
+        axs = [[dot(row, x) for row in ainv] for x in xs]  # A^-1 x_j, for every hat-matrix block below
         loo = []
         for i in range(len(rows)):
-            h = hat_block(xs, ws, ainv, [i])[0][0]
+            h = hat_block(xs, ws, ainv, [i], axs)[0][0]
             loo.append(res[i] / (1.0 - h))
 
         def logo(key):
@@ -900,7 +911,7 @@ class Estimator:
             for i, r in enumerate(rows):
                 groups[r[key]].append(i)
             for g, idx in groups.items():
-                hgg = hat_block(xs, ws, ainv, idx)
+                hgg = hat_block(xs, ws, ainv, idx, axs)
                 m = [[(1.0 if a == b else 0.0) - hgg[a][b] for b in range(len(idx))] for a in range(len(idx))]
                 try:
                     eg = solve(m, [res[i] for i in idx])
@@ -1609,35 +1620,35 @@ def row_for(meta: Meta, mid: str, group: str, r: dict) -> dict:
 # ----------------------------------------------------------------------------------------------------------------
 LLAMA3_8B_PARAMS = 8_030_261_248  # Meta-Llama-3-8B(-Instruct) parameter count (shared/data/configs/models_summary.csv)
 REF_B = 8.0  # the points below are for an ~8B model; other sizes scale by (P/8B)^-alpha
-GGUF_FAMILY = {
-    "Q8_0": "legacy",
-    "Q5_1": "legacy",
-    "Q5_0": "legacy",
-    "Q4_1": "legacy",
-    "Q4_0": "legacy",
-    "Q6_K": "k-quant",
-    "Q5_K_M": "k-quant",
-    "Q5_K_S": "k-quant",
-    "Q4_K_M": "k-quant",
-    "Q4_K_S": "k-quant",
-    "Q3_K_L": "k-quant",
-    "Q3_K_M": "k-quant",
-    "Q3_K_S": "k-quant",
-    "Q2_K": "k-quant",
-    "Q2_K_S": "k-quant",
-    "IQ4_NL": "i-quant",
-    "IQ4_XS": "i-quant",
-    "IQ3_M": "i-quant",
-    "IQ3_S": "i-quant",
-    "IQ3_XS": "i-quant",
-    "IQ3_XXS": "i-quant",
-    "IQ2_M": "i-quant",
-    "IQ2_S": "i-quant",
-    "IQ2_XS": "i-quant",
-    "IQ2_XXS": "i-quant",
-    "IQ1_M": "i-quant",
-    "IQ1_S": "i-quant",
+# The quantizations priced here that the catalog does not offer (recommender.model.quant.QUANTS has no record of
+# them), with their family label; every other row takes its name and family from its record, and every record gets
+# a row (check_quant_rows)
+OUTSIDE_TABLE = {
+    "F32": "float",
+    "Q2_K_S": "gguf k-quant",
+    "NVFP4": "vLLM fp4 (Blackwell)",
+    "W4A16": "vLLM compressed-tensors int4 g128 (GPTQ-style)",
 }
+
+
+def quality_family(quant: str) -> str:
+    """The family label of a cost row: the quantization record's, or OUTSIDE_TABLE's; a name in neither (a spelling
+    the quant table does not know) stops the build."""
+    if quant in QUANTS:
+        return QUANTS[quant].quality_family
+    if quant in OUTSIDE_TABLE:
+        return OUTSIDE_TABLE[quant]
+    raise SystemExit(f"build_quality: {quant!r} is not a quantization of recommender.model.quant (QUANTS) nor in "
+                     "OUTSIDE_TABLE: a cost row under another spelling is never found")
+
+
+def check_quant_rows(rows: list[dict]) -> None:
+    """Every quantization record has its cost row (a missing one is priced as unknown: the worst)."""
+    missing = [q for q in QUANTS if q not in {r["quant"] for r in rows}]
+    if missing:
+        raise SystemExit(f"build_quality: no cost row for {', '.join(missing)} (recommender.model.quant.QUANTS)")
+
+
 LLAMACPP_URL = "https://github.com/ggml-org/llama.cpp/blob/master/tools/perplexity/README.md"
 
 
@@ -1830,7 +1841,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
 
     def add(
         quant,
-        family,
         engines,
         bpw,
         kld_n,
@@ -1849,7 +1859,7 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         out.append(
             {
                 "quant": quant,
-                "family": family,
+                "family": quality_family(quant),
                 "engines": engines,
                 "bpw": fmt(bpw, 3),
                 "kld_noimatrix": fmt(kld_n, 6),
@@ -1872,7 +1882,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     for t in ("F32", "F16", "BF16"):
         add(
             t,
-            "float",
             "llama.cpp, vLLM, transformers",
             32.0 if t == "F32" else 16.0,
             0,
@@ -1937,7 +1946,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         hi = pts * m_hi * (1.5 if extrap else 1.0)
         add(
             t,
-            "gguf " + GGUF_FAMILY[t],
             "llama.cpp",
             use["bpw"],
             n["kld"] if n else None,
@@ -1980,7 +1988,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     mxv = statistics.fmean(d for _, d in mx)
     add(
         "MXFP4",
-        "gguf / vLLM microscaling fp4",
         "llama.cpp, vLLM",
         4.25,
         None,
@@ -2004,7 +2011,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     ]
     add(
         "NVFP4",
-        "vLLM fp4 (Blackwell)",
         "vLLM",
         4.5,
         None,
@@ -2045,10 +2051,10 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         if r["quant"].startswith("W4 opt-RTN") and r["metric"].startswith("lm-eval average of 10 tasks")
     ]
     w4m = statistics.fmean(d for _, d in w4)
-    for label, key, bits, note in (
-        ("AWQ-4bit", "AWQ", 4.25, "AWQ int4 g128"),
-        ("GPTQ-4bit", "GPTQ-Int4", 4.25, "GPTQ int4 g128"),
-        ("GPTQ-8bit", "GPTQ-Int8", 8.25, "GPTQ int8 g128"),
+    for label, key, bits in (
+        ("AWQ-4bit", "AWQ", 4.25),
+        ("GPTQ-4bit", "GPTQ-Int4", 4.25),
+        ("GPTQ-8bit", "GPTQ-Int8", 8.25),
     ):
         mean8, vals = at8(qd[key])
         loglik = mean8 / m
@@ -2062,7 +2068,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         rec = "; ".join(f"{mm.split('/')[-1]} {100 * (1 - d / base):.1f}" for mm, _, d, base in qd_rec[key])
         add(
             label,
-            "vLLM/transformers " + note,
             "vLLM, transformers",
             bits,
             None,
@@ -2092,7 +2097,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     fv = statistics.fmean(d for _, d in fp8)
     add(
         "FP8",
-        "vLLM W8A8 fp8",
         "vLLM",
         8.0,
         None,
@@ -2114,7 +2118,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     )
     add(
         "INT8-W8A8",
-        "vLLM W8A8 int8",
         "vLLM",
         8.0,
         None,
@@ -2136,7 +2139,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     w4a16 = (100 - 96.1) / 100 * oll_l31
     add(
         "W4A16",
-        "vLLM compressed-tensors int4 g128 (GPTQ-style)",
         "vLLM",
         4.25,
         None,
@@ -2159,13 +2161,13 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     # bitsandbytes: no measurement in the sources -> bits-per-weight estimate on the RTN legacy line
     for label, bits, why in (
         (
-            "bnb-NF4",
+            "BNB-NF4",
             4.5,
             "NF4, blocksize 64 with an fp32 absmax per block = 4.5 bits/weight "
             "(4.127 with double quantization), round-to-nearest like Q4_0",
         ),
         (
-            "bnb-INT8",
+            "BNB-INT8",
             8.0,
             "LLM.int8(): int8 rows with fp16 outlier columns, ~8 bits/weight, round-to-nearest like Q8_0",
         ),
@@ -2173,7 +2175,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         kl = kld_at(bits)
         add(
             label,
-            "transformers bitsandbytes",
             "transformers",
             bits,
             None,
@@ -2202,6 +2203,7 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         "w4_rtn": w4,
         "qwen_docs": {kk: v for kk, v in qd.items()},
     }
+    check_quant_rows(out)
     return out, REPORT["quant"]
 
 
@@ -2326,7 +2328,7 @@ def exchange_rates(qrows: list[dict], mq: dict) -> dict:
     return out
 
 
-def write_report_md(path: Path, rows: list[dict], qrows: list[dict]) -> None:
+def report_md(rows: list[dict], qrows: list[dict]) -> str:
     R = REPORT
     L = []
     a = L.append
@@ -2468,58 +2470,48 @@ def write_report_md(path: Path, rows: list[dict], qrows: list[dict]) -> None:
             for e in v["worked_example"]
         )
     )
-    path.write_text("\n".join(L) + "\n", encoding="utf-8")
+    return "\n".join(L) + "\n"
 
 
-def main() -> int:
-    meta = Meta()
-    rows, ctx = build_model_quality(meta)
-    fields = [
-        "model_id",
-        "group",
-        "value_points",
-        "interval_low",
-        "interval_high",
-        "sd_points",
-        "provenance",
-        "kind",
-        "scale",
-        "method",
-        "sources",
-        "flags",
-        "listed_in",
-    ]
-    write_csv(HERE / "model_quality.csv", rows, fields)
+MODEL_FIELDS = ["model_id", "group", "value_points", "interval_low", "interval_high", "sd_points", "provenance", "kind",
+                "scale", "method", "sources", "flags", "listed_in"]
+QUANT_FIELDS = ["quant", "family", "engines", "bpw", "kld_noimatrix", "kld_imatrix", "ppl_ratio_noimatrix",
+                "ppl_ratio_imatrix", "same_top_token_pct", "points_8b_loglik", "points_8b", "points_low", "points_high",
+                "size_exponent", "recovery_pct", "provenance", "basis", "sources"]
+
+
+def outputs(quant_only: bool = False) -> dict[Path, str]:
+    """The text of every output file; ``quant_only``: quant_quality.csv alone (it needs none of the model fits)."""
+    if quant_only:
+        qrows, _ = build_quant_quality()
+        return {HERE / "quant_quality.csv": csv_text(qrows, QUANT_FIELDS)}
+    rows, _ctx = build_model_quality(Meta())
     qrows, _ = build_quant_quality()
     mq = {(r["model_id"], r["group"]): r for r in rows}
     REPORT["value_functions"] = exchange_rates(qrows, mq)
-    write_csv(
-        HERE / "quant_quality.csv",
-        qrows,
-        [
-            "quant",
-            "family",
-            "engines",
-            "bpw",
-            "kld_noimatrix",
-            "kld_imatrix",
-            "ppl_ratio_noimatrix",
-            "ppl_ratio_imatrix",
-            "same_top_token_pct",
-            "points_8b_loglik",
-            "points_8b",
-            "points_low",
-            "points_high",
-            "size_exponent",
-            "recovery_pct",
-            "provenance",
-            "basis",
-            "sources",
-        ],
-    )
-    write_report_md(HERE / "fit_report.md", rows, qrows)
-    with open(HERE / "fit_report.json", "w", encoding="utf-8") as f:
-        json.dump(REPORT, f, indent=1, sort_keys=True, default=str)
+    return {HERE / "model_quality.csv": csv_text(rows, MODEL_FIELDS),
+            HERE / "quant_quality.csv": csv_text(qrows, QUANT_FIELDS),
+            HERE / "fit_report.md": report_md(rows, qrows),
+            HERE / "fit_report.json": json.dumps(REPORT, indent=1, sort_keys=True, default=str)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if an output is not what a run writes")
+    ap.add_argument("--quant-only", action="store_true",
+                    help="quant_quality.csv alone (a second or two; the model fits take most of a minute)")
+    a = ap.parse_args(argv)
+    texts = outputs(quant_only=a.quant_only)
+    if a.check:
+        stale = [p.name for p, t in texts.items() if not p.is_file() or p.read_bytes().decode("utf-8") != t]
+        if stale:
+            print(f"sources/quality: {', '.join(stale)} stale: rerun `python sources/quality/build_quality.py`",
+                  file=sys.stderr)
+            return 1
+        return 0
+    for p, t in texts.items():
+        with open(p, "w", newline="", encoding="utf-8") as f:
+            f.write(t)
     return 0
 
 
