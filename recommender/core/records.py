@@ -333,6 +333,9 @@ class Workload(Strict):
     # priced up to the limit; the limit is the default when the user gives no --max-latency.
     ttft_comfort_ms: float = 1000.0
     ttft_limit_ms: float = 10000.0
+    # Decode speed (tokens/s) from which a faster stream costs nothing (what users of this workload run, with its
+    # source in the preset); slower streams are priced down to reading speed (docs/scoring.md). None: twice reading.
+    decode_comfort_tok_s: Optional[float] = None
     # serve: rank by goodput (requests/s meeting the TTFT and TPOT SLOs) at the best batch, not by one stream's
     # latency; target_concurrency users at the SLOs is the goodput that costs nothing.
     rank_by: Literal["latency", "goodput"] = "latency"

@@ -742,6 +742,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         elif family == "gguf" and hw.int8_ops_per_s:
             peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"  # the single constants' GGUF MFU is against FP16
             mfu_c = _const(C.PREFILL_MFU[engine], "gguf")
+    if hw.backend == "cpu":
+        if engine == "llama.cpp":  # a CPU's measured (or stated) bandwidth and matmul rate, not a GPU's peaks
+            eff_c = C.CPU_DECODE_BW_EFFICIENCY
+            peak, peak_name = hw.fp16_flops_per_s or hw.fp32_flops_per_s, "matmul rate"
+            mfu_c = C.CPU_MATMUL_FRACTION
+        else:  # the GPU-fitted efficiencies of these engines do not hold on a CPU: calibrated or unknown
+            bw = 0.0
     basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec:.3f} ms "
                        f"[efficiency: {eff_c.source}]")
 

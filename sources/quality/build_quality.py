@@ -153,6 +153,9 @@ class Meta:
         self.aliases = {r["source_model"]: r for r in read_csv(HERE / "aliases.csv")}
         self.models = {r["model_id"]: r for r in read_csv(HERE / "models.csv")}
         self.sizes = {r["model"]: r for r in read_csv(HERE / "sizes_extra.csv")}
+        # vision / code checkpoints: their purpose and, where a source names it, the text model they are built on
+        self.specialists = {r["model_id"]: r for r in read_csv(HERE / "specialists.csv")} \
+            if (HERE / "specialists.csv").is_file() else {}
         # release dates the catalog's config table states (a month at least), for ids whose name and family give none
         self.config_release = {}
         if (CONFIGS / "sources.csv").is_file():
@@ -611,6 +614,118 @@ def thinking_shift(sources: dict, lb: dict) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# bridges: publisher-table scores (inputs/card_scores.csv) -> OLL v2 scale
+# ----------------------------------------------------------------------------------------------------------------
+CARDS = INPUTS / "card_scores.csv"
+# The three OLL v2 tasks that cards report (MMLU-Pro, GPQA, IFEval: each one sixth of the OLL v2 average), and a
+# publisher's own LiveBench 2024-11-25 run (a general composite; the official LiveBench tables are linked apart); GPQA
+# and GPQA-Diamond are different item sets, each its own benchmark here
+CARD_EN_BENCH = ("MMLU-Pro", "GPQA", "GPQA-Diamond", "IFEval", "IFEval (strict-prompt)", "LiveBench 2024-11-25")
+CARD_MIN_ANCHORS = 2  # models with a known x in a document, to fix that document's intercept
+CARD_MIN_SLOPE = 8  # anchors over all documents, to fit a benchmark's common slope
+CARD_MIN_RANGE = 15.0  # points of the benchmark the anchors span: a slope over a narrow (saturated) range extrapolates
+
+
+def card_entity(meta: Meta, mid: str, mode: str) -> str:
+    low = mode.lower()
+    thinking = "thinking" in low and "non-thinking" not in low
+    return mid + (" [thinking]" if thinking and meta.kind(mid) == "hybrid" else "")
+
+
+def load_cards(meta: Meta) -> list[dict]:
+    if not CARDS.is_file():
+        return []
+    out = []
+    for r in read_csv(CARDS):
+        mid, _rel, use = meta.canonical(r["model_id"])
+        if not mid or use == "none":
+            continue
+        out.append({**r, "model_id": mid, "entity": card_entity(meta, mid, r["mode"]), "y": float(r["score"])})
+    return out
+
+
+def link_cards(meta: Meta, rows: list[dict], anchors: dict) -> dict:
+    """Publisher tables onto the OLL v2 scale: per benchmark b, x = a_(doc,b) + c_b * y, one common slope c_b
+    (pooled within-document least squares: each document centred on its own anchors, so a document's harness offset
+    does not bias the slope) and one intercept per document (its anchors' mean of x - c_b y). ``anchors``: entity ->
+    (x, sd) of models whose x is known without the cards (OLL v2, LMArena, LiveBench). A thinking-mode row links
+    only through thinking-mode anchors (LiveBench is fair to them; OLL v2 is not), a non-thinking row through
+    non-thinking ones. An anchor's own prediction leaves it out of its document's intercept (no double counting with
+    the anchor's other evidence). SD of a prediction: the pooled leave-one-out RMSE, the intercept's SE and the
+    document anchors' mean SD (their error is shared by every row the intercept serves), in quadrature."""
+    tables: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["benchmark"] in CARD_EN_BENCH:
+            tables[(r["document"], r["benchmark"])].append(r)
+    fits, preds = {}, defaultdict(list)
+    for bench in CARD_EN_BENCH:
+        docs = {d: rs for (d, b), rs in tables.items() if b == bench}
+        groups = {}
+        for d, rs in docs.items():
+            an = [(r["entity"], r["y"], *anchors[r["entity"]]) for r in rs if r["entity"] in anchors]
+            if len(an) >= CARD_MIN_ANCHORS:
+                groups[d] = an
+        n_all = sum(len(g) for g in groups.values())
+        ys = [a[1] for g in groups.values() for a in g]
+        span = (max(ys) - min(ys)) if ys else 0.0
+        if n_all < CARD_MIN_SLOPE or span < CARD_MIN_RANGE:
+            why = (f"{n_all} anchors over all documents (< {CARD_MIN_SLOPE}) for a common slope" if n_all < CARD_MIN_SLOPE
+                   else f"the anchors span {span:.1f} points of {bench} (< {CARD_MIN_RANGE:g}): no slope")
+            for d in docs:
+                fits[f"{d}|{bench}"] = {"linked": False, "why": why}
+            continue
+        sxy = sxx = 0.0
+        for an in groups.values():
+            my = statistics.fmean(a[1] for a in an)
+            mx = statistics.fmean(a[2] for a in an)
+            sxy += sum((a[1] - my) * (a[2] - mx) for a in an)
+            sxx += sum((a[1] - my) ** 2 for a in an)
+        c = sxy / sxx
+        loo = []
+        for d, an in groups.items():
+            for i, a in enumerate(an):
+                rest = an[:i] + an[i + 1 :]
+                a_d = statistics.fmean(x - c * y for _, y, x, _ in rest)
+                loo.append(a[2] - (a_d + c * a[1]))
+        loo_rmse = rms(loo)
+        for d, rs in docs.items():
+            key = f"{d}|{bench}"
+            an = groups.get(d)
+            if not an:
+                fits[key] = {"linked": False, "why": f"{sum(r['entity'] in anchors for r in rs)} anchors in the "
+                                                      f"document (< {CARD_MIN_ANCHORS})"}
+                continue
+            anchor_sd = statistics.fmean(a[3] for a in an)
+            fits[key] = {"linked": True, "slope": r4(c), "intercept": r4(statistics.fmean(x - c * y for _, y, x, _ in an)),
+                         "n_doc": len(an), "n_pooled": n_all, "loo_rmse_pooled": r4(loo_rmse),
+                         "anchor_sd_mean": r4(anchor_sd),
+                         "anchors": [{"entity": e, "y": y, "x": r4(x)} for e, y, x, _ in an]}
+            for r in rs:
+                rest = [a for a in an if a[0] != r["entity"]]
+                if len(rest) < 1:
+                    continue
+                a_d = statistics.fmean(x - c * y for _, y, x, _ in rest)
+                sd = math.sqrt(loo_rmse**2 + loo_rmse**2 / len(rest) + statistics.fmean(a[3] for a in rest) ** 2)
+                preds[r["entity"]].append({"doc": d, "bench": bench, "y": r["y"], "x": a_d + c * r["y"], "sd": sd,
+                                           "url": r["source_url"], "reported_by": r["reported_by"],
+                                           "date": r["date"]})
+    # one document's benchmarks for one model are correlated (same harness, same run): combined as releases are
+    out = {}
+    for ent, ps in preds.items():
+        by_doc = defaultdict(list)
+        for p in ps:
+            by_doc[p["doc"]].append(p)
+        terms = []
+        for d, dps in by_doc.items():
+            x, sd = _lb_combine([(p["x"], p["sd"]) for p in dps])
+            terms.append({"doc": d, "x": x, "sd": sd, "benches": [f"{p['bench']} {p['y']:g}" for p in dps],
+                          "url": dps[0]["url"], "reported_by": dps[0]["reported_by"],
+                          "date": dps[0]["date"]})
+        out[ent] = terms
+    return {"fits": fits, "preds": out}
+
+
 def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> dict:
     lb1 = link_livebench(meta, backbone, sources)
     ar = fit_arena(meta, backbone, sigma_oll, lb1, sources)
@@ -622,7 +737,16 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
     }
     lb = link_livebench(meta, backbone, sources, extra, set(lb1["unlinked"])) if lb1["unlinked"] else lb1
     bridged = {}
-    ents = sorted((set(lb["preds"]) | set(ar["preds"])) - set(backbone))
+    # the cards' anchors: OLL v2 (non-reasoning) and every LMArena / LiveBench prediction
+    anchors = {e: (x, sigma_oll) for e, x in backbone.items()}
+    for e, p in ar["preds"].items():
+        anchors.setdefault(e, (p["x"], p["sd"]))
+    for e, p in lb["preds"].items():
+        if e not in backbone:
+            anchors[e] = (p["x"], p["sd"]) if e not in ar["preds"] else _lb_combine(
+                [(p["x"], p["sd"]), (ar["preds"][e]["x"], ar["preds"][e]["sd"])])
+    cards = link_cards(meta, load_cards(meta), anchors)
+    ents = sorted((set(lb["preds"]) | set(ar["preds"]) | set(cards["preds"])) - set(backbone))
     for ent in ents:
         groups = []
         if ent in ar["preds"]:
@@ -632,6 +756,9 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
             groups.append(
                 ("livebench[" + ",".join(r.replace("livebench_", "") for r in p["releases"]) + "]", p["x"], p["sd"])
             )
+        for t in cards["preds"].get(ent, []):
+            groups.append((f"card[{t['doc']} (date {t['date']}): {', '.join(t['benches'])}; {t['url']}]", t["x"],
+                           t["sd"]))
         w = [1 / g[2] ** 2 for g in groups]
         x = sum(wi * g[1] for wi, g in zip(w, groups)) / sum(w)
         var = 1 / sum(w)
@@ -653,7 +780,8 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
             "flags": flags,
             "reasoning": ent.endswith("[thinking]") or meta.kind(mid) == "reasoning",
         }
-    return {"lb_first": lb1, "lb": lb, "arena": ar, "bridged": bridged, "thinking_shift": thinking_shift(sources, lb)}
+    return {"lb_first": lb1, "lb": lb, "arena": ar, "bridged": bridged, "thinking_shift": thinking_shift(sources, lb),
+            "cards": cards}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -1355,6 +1483,46 @@ def resolve(
     other_values: dict,
     mode_shift: dict | None = None,
 ) -> dict:
+    r = _resolve(meta, mid, group, values, shift, estimators, other_values, mode_shift)
+    spec = meta.specialists.get(mid)
+    if spec and r.get("value") is not None:
+        r = dict(r)
+        r["flags"] = list(r["flags"]) + [f"specialist: {spec['purpose']}"]
+    return r
+
+
+def borrow_from_text_base(meta: Meta, mid: str, values: dict, sd_extra: float, group: str) -> dict | None:
+    """A vision / code checkpoint without a figure of its own takes the figure of the text model it is built on
+    (specialists.csv), its SD widened by the estimator's leave-family-out error: the fine-tune moves text ability by an
+    amount no source here measures. Evidence on the same weights' lineage, so it comes before a regression."""
+    spec = meta.specialists.get(mid)
+    if not spec or not spec["text_base"]:
+        return None
+    v = values.get(spec["text_base"])
+    if not v:
+        return None
+    return {
+        "value": v["value"],
+        "sd": math.sqrt(v["sd"] ** 2 + sd_extra**2),
+        "provenance": "estimated",
+        "method": f"BORROWED from its text base {spec['text_base']} ({v['provenance']} {v['value']:.2f}; "
+        f"{spec['purpose']} checkpoint built on it: {spec['basis'][:120]}); SD widened by the estimator's "
+        f"leave-family-out error {sd_extra:.2f}",
+        "sources": v["sources"],
+        "flags": ["borrowed from text base"],
+    }
+
+
+def _resolve(
+    meta: Meta,
+    mid: str,
+    group: str,
+    values: dict,
+    shift,
+    estimators: list,
+    other_values: dict,
+    mode_shift: dict | None = None,
+) -> dict:
     kind = meta.kind(mid)
     own = values.get(mid)
     think = values.get(mid + " [thinking]")
@@ -1382,6 +1550,9 @@ def resolve(
     b = borrow_from_sibling(meta, mid, values, shift, group)
     if b:
         cands.append(b)
+    tb = borrow_from_text_base(meta, mid, values, estimators[0][0].lofo_rmse, group)
+    if tb:
+        cands.append(tb)
     for est, with_zh, label, needs_other in estimators:
         ov = None
         if needs_other:
@@ -1468,6 +1639,11 @@ def build_model_quality(meta: Meta) -> tuple[list[dict], dict]:
             r: {k: (r4(v) if isinstance(v, float) else v) for k, v in f.items()} for r, f in lb["fits"].items()
         },
         "first_pass_unlinked": br["lb_first"]["unlinked"],
+    }
+    REPORT["card_link"] = {
+        "fits": br["cards"]["fits"],
+        "preds": {e: [{k: (r4(v) if isinstance(v, float) else v) for k, v in t.items()} for t in ts]
+                  for e, ts in sorted(br["cards"]["preds"].items())},
     }
     REPORT["arena_link"] = {k: (r4(v) if isinstance(v, float) else v) for k, v in ar.items() if k != "preds"}
     REPORT["quant_evidence_leaderboards"] = quant_ev
