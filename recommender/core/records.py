@@ -162,6 +162,19 @@ class ModelSpec(Strict):
     # full_attention_interval hybrid above).
     layer_pattern: Optional[str] = None
     moe_latent_size: int = 0  # Nemotron-3-Super latent MoE: the routed experts work in a moe_latent_size-wide space
+    # Gemma-4 (llama.cpp src/models/gemma4.cpp, conversion/gemma.py Gemma4Model): one letter per layer, S = sliding
+    # window, F = full attention (config layer_types); the full layers' own head size and KV-head count (0 = head_dim /
+    # num_kv_heads); the last kv_shared_layers layers reuse an earlier layer's KV (no K/V weights, no cache of their
+    # own: llama.cpp n_layer_kv_from_start); attention_k_eq_v: the full layers have no V projection (V = K); the
+    # per-layer-embedding width (hidden_size_per_layer_input: a {width x layers, vocab} table read as a gather);
+    # double_wide_mlp: the KV-shared layers' MLP is 2 x intermediate_size wide.
+    attn_layer_types: Optional[str] = None
+    full_head_dim: int = 0
+    full_num_kv_heads: int = 0
+    kv_shared_layers: int = 0
+    attention_k_eq_v: bool = False
+    per_layer_input_size: int = 0
+    double_wide_mlp: bool = False
     # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
     # checkpoint kind is the field `checkpoint` below
     modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)
@@ -214,7 +227,7 @@ class ModelSpec(Strict):
         Nemotron-H pattern, the MLP-only and MoE-only layers)."""
         if self.layer_pattern:
             return self.layer_pattern.count("*")
-        return self.num_layers - self.num_linear_attn_layers
+        return self.num_layers - self.num_linear_attn_layers - self.kv_shared_layers
 
 
 class TensorInfo(Strict):

@@ -72,6 +72,14 @@ GGUF_ARCH = {
     # LFM2 / LFM2.5 (the text model of LFM2-VL too): gated short-convolution layers and GQA layers with q/k norms by
     # layer_types (conversion/lfm2.py LFM2Model, src/models/lfm2.cpp)
     "lfm2": "lfm2",
+    # Gemma-4 (31B, 26B-A4B, E4B, E2B): per-layer head sizes (global_head_dim on the full layers), sliding-window
+    # layers by layer_types, KV-shared trailing layers, per-layer embeddings, dense MLP + routed experts (26B-A4B)
+    # (conversion/gemma.py Gemma4Model, src/models/gemma4.cpp; the KV reuse in src/llama-model.cpp create_memory)
+    "gemma4_text": "gemma4",
+    # EXAONE-4.5: the EXAONE-4.0 text layout plus num_nextn_predict_layers MTP blocks (conversion/exaone.py
+    # Exaone4_5_TextModel(Exaone4Model), MODEL_ARCH.EXAONE4; src/models/exaone4.cpp keeps them TENSOR_SKIP); the
+    # vision tower goes to the mmproj file
+    "exaone4_5_text": "exaone4",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -82,14 +90,13 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "qwen3vlmoe": "qwen3_vl_moe_text", "qwen2vl": "qwen2_5_vl", "mistral3": "mistral3", "olmo2": "olmo2",
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
     "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "lfm2": "lfm2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
-    "nemotron_h_moe": "nemotron_h",
+    "nemotron_h_moe": "nemotron_h", "gemma4": "gemma4_text",
 }
 
 # Model types seen in real configs whose weights or memory this code cannot size correctly, and why. A config of
 # any type outside GGUF_ARCH is refused; these get a specific reason.
 UNSUPPORTED_REASONS = {
     "nemotron-nas": "per-layer block_configs (layers of different widths, some without attention) are not modelled",
-    "gemma4_text": "per-layer embeddings, shared-KV layers and per-layer head sizes of Gemma-4 are not modelled",
     "mllama_text_model": "interleaved cross-attention layers (Llama-3.2-Vision) are not modelled",
     "deepseek_v32": "DeepSeek sparse attention (the lightning indexer's tensors and its key cache) is not modelled",
     "mimo": "MiMo's multi-token-prediction layers are not modelled",
@@ -151,12 +158,12 @@ LIBRARY_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma": {"head_dim": 256},
 }
 # Gemma*Config(tie_word_embeddings=True); CohereConfig(tie_word_embeddings=True)
-_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "cohere", "lfm2"}  # + Lfm2Config(tie_word_embeddings=True)
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4_text", "cohere", "lfm2"}  # + Lfm2Config(tie_word_embeddings=True)
 
 # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True); StableLM-2 when use_qkv_bias (read below)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}
-_QK_NORM_TYPES = {"lfm2", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
-                  "olmo3", "exaone4"}
+_QK_NORM_TYPES = {"gemma4_text", "lfm2", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
+                  "olmo3", "exaone4", "exaone4_5_text"}
 _POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
 
 # GGUF layout quirks: Phi-3 keeps HF's fused qkv_proj and gate_up_proj (llama.cpp src/models/phi3.cpp:
@@ -247,7 +254,8 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     n_experts = _as_int(get("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts",
                             required=False, default=0), "num_experts", model_id)
     # gpt-oss names it experts_per_token (as well as num_experts_per_tok), ERNIE-4.5 moe_k
-    top_k = _as_int(get("num_experts_per_tok", "moe_top_k", "experts_per_token", "moe_k", required=False, default=0)
+    top_k = _as_int(get("num_experts_per_tok", "moe_top_k", "experts_per_token", "moe_k", "top_k_experts",
+                        required=False, default=0)
                     if n_experts else 0, "num_experts_per_tok", model_id)
     dense_ff = get("intermediate_size", "ffn_hidden_size", "n_inner", required=not n_experts, default=0)
     dense_ff = _as_int(dense_ff, "intermediate_size", model_id)
@@ -290,6 +298,13 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
                 raise _bad(f"config for {model_id}: moe_layer_freq != 1 is not supported",
                            hint="only DeepSeek-V2/V3 layouts with an MoE block in every layer after "
                                 "first_k_dense_replace are modelled")
+        elif model_type == "gemma4_text":
+            # Gemma4TextDecoderLayer: every layer keeps its dense MLP (intermediate_size) next to the routed experts
+            # (moe_intermediate_size); llama.cpp gemma4.cpp loads both (ffn_gate/up/down + ffn_gate_up_exps)
+            if not cfg.get("enable_moe_block"):
+                raise _bad(f"config for {model_id}: gemma4 num_experts set without enable_moe_block")
+            moe_ff = _as_int(get("moe_intermediate_size", "expert_intermediate_size"), "moe_intermediate_size",
+                             model_id)
         elif model_type == "nemotron_h":
             # NemotronHConfig: n_shared_experts of moe_shared_expert_intermediate_size (conversion/nemotron.py writes
             # expert_shared_feed_forward_length = moe_shared_expert_intermediate_size)
@@ -302,7 +317,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         if get("mlp_only_layers", required=False) or (get("decoder_sparse_step", required=False, default=1) or 1) != 1:
             raise _bad(f"config for {model_id}: mixed dense/MoE layers (mlp_only_layers / decoder_sparse_step) "
                        "are not supported", hint="only models with an MoE block in every layer are modelled")
-        if not first_dense and moe_step == 1:
+        if not first_dense and moe_step == 1 and model_type != "gemma4_text":
             dense_ff = 0  # every layer is MoE: there is no dense MLP width
         if not top_k:
             raise _bad(f"config for {model_id}: MoE config without num_experts_per_tok")
@@ -387,6 +402,11 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         linear, dense_ff = _nemotron_h_fields(cfg, get, model_id, n_layers, n_experts, dense_ff)
     elif model_type == "lfm2":
         linear, dense_ff = _lfm2_fields(cfg, get, model_id, n_layers, dense_ff)
+    elif model_type == "gemma4_text":
+        linear, n_swa = _gemma4_fields(cfg, get, model_id, n_layers, n_kv)
+    elif model_type == "exaone4_5_text":
+        linear = {"nextn_layers": _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0,
+                                          "num_nextn_predict_layers", model_id)}
     if used_defaults:
         extra = f"library defaults used for keys absent from config.json: {', '.join(used_defaults)}"
         notes = f"{notes}; {extra}" if notes else extra
@@ -407,6 +427,38 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     )
     total, active = param_counts(spec)
     return spec.model_copy(update={"params_total": total, "params_active": active})
+
+
+def _gemma4_fields(cfg: dict, get: Any, model_id: str, n_layers: int, n_kv: int) -> tuple[dict[str, Any], int]:
+    """Gemma-4's per-layer fields, as conversion/gemma.py Gemma4Model writes them for llama.cpp: head size
+    global_head_dim (key/value_length) on the full layers and head_dim (key_length_swa) on the sliding ones;
+    head_count_kv per layer = num_global_key_value_heads on full layers when the config states it (else
+    num_key_value_heads everywhere); the last num_kv_shared_layers layers own no KV (src/llama-model.cpp: KV reuse
+    for il >= n_layer_kv_from_start). Returns the fields and the sliding-window layers among the KV-owning ones."""
+    types = cfg.get("layer_types")
+    if not isinstance(types, list) or len(types) != n_layers or \
+            any(t not in ("sliding_attention", "full_attention") for t in types):
+        raise _bad(f"config for {model_id}: gemma4 needs layer_types with one sliding_attention / full_attention "
+                   "entry per layer")
+    pattern = "".join("S" if t == "sliding_attention" else "F" for t in types)
+    ple_vocab = cfg.get("vocab_size_per_layer_input")
+    if ple_vocab is not None and ple_vocab != cfg.get("vocab_size"):
+        # gemma4.cpp: per_layer_token_embd is {n_embd_per_layer * n_layer, n_vocab}
+        raise UnsupportedArchitecture(f"config for {model_id}: vocab_size_per_layer_input != vocab_size is not "
+                                      "modelled (llama.cpp sizes the per-layer table by n_vocab)")
+    shared = _as_int(get("num_kv_shared_layers", required=False, default=0), "num_kv_shared_layers", model_id)
+    if not 0 <= shared < n_layers or set(pattern[:n_layers - shared]) != set(pattern):
+        # transformers Gemma4TextConfig.kv_sharing_modes: every reused layer type needs a producing layer
+        raise _bad(f"config for {model_id}: num_kv_shared_layers {shared} leaves a layer type without its own KV")
+    full_hd = _as_int(get("global_head_dim"), "global_head_dim", model_id)
+    full_kv = _as_int(get("num_global_key_value_heads", required=False, default=0) or 0,
+                      "num_global_key_value_heads", model_id)
+    fields = {"attn_layer_types": pattern, "full_head_dim": full_hd, "full_num_kv_heads": full_kv or n_kv,
+              "kv_shared_layers": shared, "attention_k_eq_v": bool(cfg.get("attention_k_eq_v")),
+              "per_layer_input_size": _as_int(get("hidden_size_per_layer_input", required=False, default=0) or 0,
+                                              "hidden_size_per_layer_input", model_id),
+              "double_wide_mlp": bool(cfg.get("use_double_wide_mlp"))}
+    return fields, pattern[:n_layers - shared].count("S")
 
 
 def _check_interval_layer_types(layer_types: Any, interval: int, n_layers: int, model_id: str) -> None:
@@ -530,6 +582,13 @@ class ArchKey(NamedTuple):
     nextn_layers: int = 0
     layer_pattern: Optional[str] = None
     moe_latent_size: int = 0
+    attn_layer_types: Optional[str] = None
+    full_head_dim: int = 0
+    full_num_kv_heads: int = 0
+    kv_shared_layers: int = 0
+    attention_k_eq_v: bool = False
+    per_layer_input_size: int = 0
+    double_wide_mlp: bool = False
 
 
 def gguf_arch(spec: ModelSpec) -> str:
@@ -576,7 +635,9 @@ _ALWAYS_TIED = {"command-r"}  # command-r.cpp: output = token_embd (TENSOR_DUPLI
 def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
     (arch, H, L, nh, nkv, hd, ff, V, tied, qkv_bias, qk_norm, extra_norms,
      E, _top_k, ff_exp, n_shared, ff_sh, first_dense, kv_lora, q_lora, qk_rope, qk_nope, v_hd, _step,
-     full_every, lin_kh, lin_vh, lin_kd, lin_vd, conv_k, nextn, _pattern, _latent) = key
+     full_every, lin_kh, lin_vh, lin_kd, lin_vd, conv_k, nextn, _pattern, _latent) = key[:33]
+    if arch == "gemma4":
+        return _gemma4_inventory(key)
     fused_qkv = arch in _FUSED_QKV_GGUF
     fused_up = arch in _FUSED_GATE_UP_GGUF
     gpt_oss = arch == "gpt-oss"
@@ -655,6 +716,10 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             t += [(b + "ffn_gate.weight", (H, ff)), (b + "ffn_up.weight", (H, ff)), (b + "ffn_down.weight", (ff, H))]
         if extra_norms or arch in _POST_NORM_ONLY:
             t += [(b + "post_ffw_norm.weight", (H,))]
+        if i >= L and arch == "exaone4":
+            # EXAONE-4.5 MTP block (src/models/exaone4.cpp is_nextn): the trunk block plus eh_proj and three norms
+            t += [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
+                  (b + "nextn.hnorm.weight", (H,)), (b + "nextn.shared_head_norm.weight", (H,))]
         out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
     out.append(("output_norm.weight", (H,), -1, 1))
     if arch in _NORM_BIAS:
@@ -757,6 +822,58 @@ def _nemotron_h_block(key: ArchKey, i: int, b: str) -> list[tuple]:
     return t
 
 
+def _gemma4_inventory(key: ArchKey) -> tuple[RawTensor, ...]:
+    """Gemma-4 tensors as src/models/gemma4.cpp load_arch_tensors creates them from a conversion/gemma.py GGUF.
+
+    Per layer i (F = full attention, S = sliding, from attn_layer_types): head size full_head_dim on F layers and
+    head_dim on S layers; KV heads full_num_kv_heads on F layers; layers i >= L - kv_shared_layers have no attn_k /
+    attn_v / attn_k_norm (HF Gemma4TextAttention builds no k/v projections for them); F layers of an
+    attention_k_eq_v model have no attn_v (HF v_proj None, gemma4.cpp wv TENSOR_NOT_REQUIRED). Every layer has the
+    dense MLP (2 x intermediate_size wide on KV-shared layers with use_double_wide_mlp); MoE layers add the router
+    (+ its scale), three norms, ffn_gate_up_exps and ffn_down_exps (+ the per-expert scale). The per-layer-embedding
+    table per_layer_token_embd {ple x L, V} and its projections when per_layer_input_size > 0. Not listed: the
+    rope_freqs table (not a parameter, {full_head_dim / 2} F32)."""
+    H, L, nh, nkv, hd, ff, V = (key.hidden_size, key.num_layers, key.num_attention_heads, key.num_kv_heads,
+                                key.head_dim, key.intermediate_size, key.vocab_size)
+    E, ff_exp, ple, types = key.num_experts, key.moe_intermediate_size, key.per_layer_input_size, key.attn_layer_types
+    out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
+    if ple:
+        out += [("per_layer_token_embd.weight", (ple * L, V), -1, 1), ("per_layer_model_proj.weight", (H, ple * L), -1, 1),
+                ("per_layer_proj_norm.weight", (ple,), -1, 1)]
+    first_shared = L - key.kv_shared_layers
+    for i in range(L):
+        b = f"blk.{i}."
+        full = types[i] == "F"
+        d = key.full_head_dim if full else hd
+        kv = (key.full_num_kv_heads or nkv) if full else nkv
+        has_kv = i < first_shared
+        t: list[tuple] = [(b + "attn_norm.weight", (H,)), (b + "attn_q.weight", (H, nh * d))]
+        if has_kv:
+            t += [(b + "attn_k.weight", (H, kv * d))]
+            if not (full and key.attention_k_eq_v):
+                t += [(b + "attn_v.weight", (H, kv * d))]
+        t += [(b + "attn_output.weight", (nh * d, H)), (b + "attn_q_norm.weight", (d,))]
+        if has_kv:
+            t += [(b + "attn_k_norm.weight", (d,))]
+        t += [(b + "post_attention_norm.weight", (H,)), (b + "layer_output_scale.weight", (1,))]
+        f = ff * 2 if key.double_wide_mlp and not has_kv else ff
+        t += [(b + "ffn_norm.weight", (H,)), (b + "ffn_gate.weight", (H, f)), (b + "ffn_up.weight", (H, f)),
+              (b + "ffn_down.weight", (f, H)), (b + "post_ffw_norm.weight", (H,))]
+        if E:
+            t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "ffn_gate_inp.scale", (H,)),
+                  (b + "pre_ffw_norm_2.weight", (H,)), (b + "post_ffw_norm_1.weight", (H,)),
+                  (b + "post_ffw_norm_2.weight", (H,)),
+                  (b + "ffn_gate_up_exps.weight", (H, 2 * ff_exp, E), E), (b + "ffn_down_exps.weight", (ff_exp, H, E), E),
+                  (b + "ffn_down_exps.scale", (E,))]
+        if ple:
+            t += [(b + "inp_gate.weight", (H, ple)), (b + "proj.weight", (ple, H)), (b + "post_norm.weight", (H,))]
+        out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
+    out.append(("output_norm.weight", (H,), -1, 1))
+    if not key.tie_word_embeddings:
+        out.append(("output.weight", (H, V), -1, 1))
+    return tuple(out)
+
+
 def _lfm2_inventory(key: ArchKey) -> tuple[RawTensor, ...]:
     """LFM2 as src/models/lfm2.cpp loads it: per layer attn_norm (the operator norm), ffn_norm and a gated MLP; a
     conv layer has shortconv.conv {L_cache, n_embd}, shortconv.in_proj {n_embd, 3 n_embd} and shortconv.out_proj; an
@@ -815,6 +932,8 @@ def _param_counts(key: ArchKey) -> tuple[int, int]:
         for d in shape:
             n *= d
         total += n
+        if name == "per_layer_token_embd.weight":
+            continue  # Gemma-4 E-models: read as a gather (one row per token), not a matmul; outside "effective"
         active += n if experts <= 1 else n // experts * min(top_k, experts)
     return total, active
 

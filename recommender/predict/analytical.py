@@ -93,8 +93,8 @@ def variant_bytes(spec: ModelSpec, quant: str) -> tuple[int, int, int]:
         total = embd = experts = 0
         for name, _type, nbytes in weights_breakdown(spec, quant):
             total += nbytes
-            if name == "token_embd.weight":
-                embd = nbytes
+            if name in ("token_embd.weight", "per_layer_token_embd.weight"):
+                embd += nbytes  # Gemma-4's per-layer table: a lookup like token_embd (kept in host memory)
             if "_exps." in name:
                 experts += nbytes
         hit = _BREAKDOWN_CACHE[key] = (total, embd, experts)
@@ -102,6 +102,21 @@ def variant_bytes(spec: ModelSpec, quant: str) -> tuple[int, int, int]:
 
 
 _OUTSIDE_CACHE: dict[tuple, int] = {}
+_PLE_CACHE: dict[tuple, int] = {}
+
+
+def tied_output_bytes(spec: ModelSpec, quant: str, embd_bytes: int) -> int:
+    """Bytes of the output projection a tied model loads from token_embd: the input-layer bytes (``embd_bytes``,
+    :func:`variant_bytes`) less Gemma-4's per-layer-embedding table, which is input-only (a lookup, LLM_TENSOR_LAYER_INPUT
+    in src/llama-arch.cpp, so llama.cpp keeps it in host memory with token_embd)."""
+    if not spec.per_layer_input_size:
+        return embd_bytes
+    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
+    ple = _PLE_CACHE.get(key)
+    if ple is None:
+        ple = _PLE_CACHE[key] = sum(n for name, _t, n in weights_breakdown(spec, quant)
+                                    if name == "per_layer_token_embd.weight")
+    return max(embd_bytes - ple, 0)
 
 
 def output_bytes(spec: ModelSpec, quant: str) -> int:
@@ -112,7 +127,8 @@ def output_bytes(spec: ModelSpec, quant: str) -> int:
     if hit is None:
 
         hit = _OUTSIDE_CACHE[key] = sum(n for name, _t, n in weights_breakdown(spec, quant)
-                                        if not name.startswith("blk.") and name != "token_embd.weight")
+                                        if not name.startswith("blk.")
+                                        and name not in ("token_embd.weight", "per_layer_token_embd.weight"))
     return hit
 
 
@@ -144,8 +160,20 @@ def kv_elements_per_token_per_layer(spec: ModelSpec, engine: str) -> int:
     return rules_for(engine).kv_elements_per_token_per_layer(spec)
 
 
+def _split_kv_elements(spec: ModelSpec) -> tuple[int, int]:
+    """(full-attention, sliding-window) layers' K + V elements per token for a model with per-layer head sizes
+    (Gemma-4: global_head_dim x num_global_key_value_heads on full layers, head_dim x num_key_value_heads on sliding
+    ones; llama.cpp caches V even where V = K, src/llama-kv-cache.cpp sizes it by n_embd_v_gqa(il))."""
+    return (2 * (spec.full_num_kv_heads or spec.num_kv_heads) * spec.full_head_dim,
+            2 * spec.num_kv_heads * spec.head_dim)
+
+
 @per_record
 def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
+    if spec.full_head_dim:
+        full_el, swa_el = _split_kv_elements(spec)
+        full_layers = attention_layers(spec) - spec.num_swa_layers
+        return int(round((full_el * full_layers + swa_el * spec.num_swa_layers) * C.KV_DTYPE_BYTES[kv_dtype]))
     per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
     return int(round(per_layer * attention_layers(spec)))
 
@@ -157,6 +185,10 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
     per_layer_token = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
     ctx, swa_tokens = rules_for(engine).kv_cache_tokens(spec, context_tokens)  # the engine's padding
     full_layers = attention_layers(spec) - spec.num_swa_layers
+    if spec.full_head_dim:  # Gemma-4: per-layer head sizes (KV-shared layers are not in attention_layers)
+        full_el, swa_el = _split_kv_elements(spec)
+        elements = full_el * full_layers * ctx + swa_el * spec.num_swa_layers * swa_tokens
+        return int(round(elements * C.KV_DTYPE_BYTES[kv_dtype] * batch)) + recurrent_state_bytes(spec, batch)
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
     return int(round(per_layer_token * tokens * batch)) + recurrent_state_bytes(spec, batch)
 
@@ -246,7 +278,7 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
     if r.skips_mtp_blocks() and spec.nextn_layers:
         mtp_total, mtp_experts = mtp_bytes(spec, quant)  # MTP blocks: in the file, not loaded
         resident, expert_b = wbytes - mtp_total, max(expert_b - mtp_experts, 0)
-    gpu_weights = resident - host + (embd_b if host and spec.tie_word_embeddings else 0)
+    gpu_weights = resident - host + (tied_output_bytes(spec, quant, embd_b) if host and spec.tie_word_embeddings else 0)
     kv_pt = kv_bytes_per_token(spec, engine, kv_dtype)
     kv_total = kv_cache_bytes(spec, context_tokens, batch, engine, kv_dtype)
     gpu_frac = 1.0  # share of the repeating layers (and of their KV cache) on the GPU
@@ -258,14 +290,15 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
         # Each block's KV cache lives with its block (offload_kqv). Blocks are taken as equal in size.
         out_b = output_bytes(spec, quant)
         if spec.tie_word_embeddings:
-            out_b += embd_b  # a tied output projection is loaded where the output layer is (see `host` above)
+            out_b += tied_output_bytes(spec, quant, embd_b)  # a tied output projection is loaded where the output layer is (see `host` above)
         blocks = max(resident - embd_b - output_bytes(spec, quant), 0)
         gpu_blocks = max(gpu_layers - 1, 0)
         gpu_frac = gpu_blocks / n_layers
         out_gpu = out_b if gpu_layers >= 1 else 0
         gpu_weights = int(blocks * gpu_frac) + out_gpu
         host_layer_bytes = blocks - int(blocks * gpu_frac) + (out_b - out_gpu)
-        host = embd_b + host_layer_bytes - (embd_b if spec.tie_word_embeddings and not out_gpu else 0)
+        host = embd_b + host_layer_bytes - (tied_output_bytes(spec, quant, embd_b)
+                                            if spec.tie_word_embeddings and not out_gpu else 0)
     kv_gpu = int(round(kv_total * gpu_frac))
     compute, compute_basis = r.compute_buffer(spec, quant, hw, context_tokens, prompt_tokens, batch)
     runtime, runtime_basis = _runtime_overhead(engine, hw)

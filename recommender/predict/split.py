@@ -38,7 +38,8 @@ from recommender.core.engines import ENGINE_SPECS, engine_spec
 from recommender.core.records import HardwareProfile, ModelSpec, Strict, Variant
 from recommender.hardware.multi import MultiGpu
 from recommender.model.quant import QUANTS
-from recommender.predict.analytical import Estimate, estimate, fixed_step_ms, output_bytes, variant_bytes
+from recommender.predict.analytical import (Estimate, estimate, fixed_step_ms, output_bytes, tied_output_bytes,
+                                            variant_bytes)
 from recommender.predict.counts import tp_supported  # noqa: F401  (named here for its callers)
 from recommender.predict.engines import rules_for
 from recommender.predict.engines.base import EngineRules
@@ -178,7 +179,7 @@ def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, 
         wbytes, embd_b = variant.weights_bytes, variant.embedding_bytes
     else:
         wbytes, embd_b, _ = variant_bytes(spec, quant)
-    out_b = output_bytes(spec, quant) + (embd_b if spec.tie_word_embeddings else 0)
+    out_b = output_bytes(spec, quant) + (tied_output_bytes(spec, quant, embd_b) if spec.tie_word_embeddings else 0)
     blocks_b = max(wbytes - embd_b - output_bytes(spec, quant), 0)
     kv_total = base.kv_cache_bytes
     link = machine.link
