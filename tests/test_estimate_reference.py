@@ -171,10 +171,13 @@ def test_unknown_peak_gives_unknown_ttft_not_zero(profiles):
 
 
 def _h200_rows():
+    """The H200 rows of the project's own llama-cpp-python probe (per-repeat timings, NVML peak, the engine's
+    reported buffers); the rows converted from llama.cpp's llama-bench tables (bench/h200_csv_rows.py, raw["table"])
+    have none of these."""
     from recommender.catalog.build import load_measurements
 
     return [m for m in load_measurements(SOURCES_DIR) if m.hardware_name == "NVIDIA H200" and m.status == "ok"
-            and m.engine == "llama.cpp"]
+            and m.engine == "llama.cpp" and "table" not in m.raw]
 
 
 def test_catalog_ships_a_measured_h200_matrix():
