@@ -10,6 +10,7 @@ from recommender.core.paths import user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
+from recommender.probes.launcher import store_last_answer
 from recommender.cli.common import (
     budget_title,
     engine_label,
@@ -59,6 +60,8 @@ def recommend_command(
     for n in notes:
         info(n)
     rec = recommend(catalog, q)
+    if rec.candidates:  # kept for `recommender run RANK` (recommender.probes.launcher)
+        store_last_answer(rec.model_dump(mode="json"))
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
     if report_path is not None:
         deferred("recommender.cli.report_html").write_report(
@@ -66,7 +69,8 @@ def recommend_command(
         info(f"wrote {report_path}")
     checked = _verify(rec, catalog, local_weights or [], verify_timeout) if verify and rec.candidates else None
     if as_csv:
-        emit_csv(CSV_KEYS + [f"{n}{suffix}" for n in CSV_FIGURES for suffix in CSV_FIGURE_PARTS] + ["score"],
+        emit_csv(CSV_KEYS + [f"{n}{suffix}" for n in CSV_FIGURES for suffix in CSV_FIGURE_PARTS] + ["score"]
+                 + CSV_LAUNCH,
                  [_csv_row(c) for c in rec.candidates])
     elif as_json:
         if checked is None:
@@ -134,6 +138,10 @@ def print_recommendation(rec, explain: bool) -> None:
     else:
         info(f"{n['candidates']} candidates ({n['models']} models); the {n['predicted']} that could be shown were "
              f"predicted, {n['feasible']} of them fit the limits; {shown}")
+    if explain:
+        info("how to run each (every flag the plan assumes):")
+        for c in rec.candidates:
+            print_launch(c)
     if explain or not rec.candidates:
         for c in rec.excluded:
             info(f"excluded {c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "
@@ -153,7 +161,39 @@ def _csv_row(c) -> list:
         f = c.figures.get(n)
         row += [None, "unknown", None, None] if f is None else \
             [f.value, f.provenance, *(f.interval if f.interval else (None, None))]
-    return row + [c.score]
+    return row + [c.score] + launch_cells(c.launch)
+
+
+CSV_LAUNCH = ["launch", "launch_weights"]  # the primary command, the first known weights (or why none)
+
+
+def launch_cells(launch) -> list:
+    if launch is None:
+        return [None, None]
+    w = launch.weights[0] if launch.weights else None
+    return [launch.primary.command if launch.primary else None,
+            (f"{w.repo}/{w.file}" if w.file else w.repo) if w else launch.weights_note]
+
+
+def print_launch(c) -> None:
+    """The recipe of a shown row (--explain): its commands and where the weights come from."""
+    ln = c.launch
+    if ln is None:
+        return
+    info(f"  run #{c.rank} {c.model} {c.quant} {c.engine}:")
+    for w in ln.weights:
+        size = f"; {w.size_check}" if w.size_check else ""
+        info(f"    weights ({w.kind}): {w.repo}{'/' + w.file if w.file else ''} [{w.source}{size}]")
+    if not ln.weights:
+        info(f"    weights: {ln.weights_note}")
+    for cmd in ln.commands:
+        for s in cmd.setup:
+            info(f"    {cmd.tool}: {' '.join(s)}")
+        for name, text in cmd.files.items():
+            info(f"    {cmd.tool} {name}: " + text.strip().replace(chr(10), " | "))
+        info(f"    {cmd.tool}: {cmd.command}")
+        for n in cmd.notes:
+            info(f"      ({n})")
 
 
 def _verify(rec, catalog, weights: list[str], timeout_s: float):

@@ -14,6 +14,7 @@ from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
+from recommender.rank.launch import Launch
 from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost
 from recommender.rank.query import LATENCY_FIELD, Query
 from recommender.score.order import serve_slos
@@ -33,6 +34,7 @@ class Candidate(Prediction):
     score: Optional[float] = None  # weighted normalized cost, lower is better
     score_parts: dict[str, float] = Field(default_factory=dict)
     excluded: list[str] = Field(default_factory=list)
+    launch: Optional[Launch] = None  # how to run it (recommender.rank.launch), set on the rows a recommendation shows
 
     zh_accuracy = property(lambda self: self.figures["zh_accuracy"].value)
     en_accuracy = property(lambda self: self.figures["en_accuracy"].value)

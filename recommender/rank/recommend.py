@@ -11,6 +11,7 @@ from pydantic import Field
 from recommender.core.records import CatalogReader, Strict
 from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateKey, build_key, candidate_keys,
                                          skips_base)
+from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
 from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bounds, rank, value_scale
 
@@ -73,6 +74,8 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
             iv = f", 95 % interval {top.interval[0]:.1f}-{top.interval[1]:.1f}" if top.interval else ""
             notes.append(f"the top pick's task accuracy is estimated ({top.value:.1f}{iv}): measure it with "
                          f"`recommender probe accuracy`")
+    for c in (*ranked, *strongest):  # the rows shown: how to run each (recommender.rank.launch)
+        c.launch = launch_recipe(c, q.hardware, q.machine)
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           counts={"candidates": len(keys), "predicted": len(cands), "feasible": len(feasible),
                                   "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
