@@ -6,10 +6,12 @@ from typing import Optional
 
 import typer
 
+from recommender.core.errors import UserError
 from recommender.core.paths import user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
+from recommender.rank.launch import launch_recipe
 from recommender.probes.launcher import store_last_answer
 from recommender.cli.common import (
     budget_title,
@@ -50,6 +52,10 @@ def recommend_command(
                                                                 "the weight sensitivity, the exclusions."),
     as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout: one line per ranked candidate, each figure's "
                                                      "value, provenance and interval."),
+    installed: bool = typer.Option(False, "--installed", help="Rank only the models already on this machine (the "
+                                                              "folders `recommender local` lists)."),
+    local_dir: Optional[list[str]] = typer.Option(None, "--local-dir", help="With --installed: another folder to "
+                                                                            "look in (repeatable)."),
 ) -> None:
     """Rank model x quantization x engine x batch x context for a GPU, under VRAM and latency limits."""
 
@@ -59,7 +65,26 @@ def recommend_command(
     q, notes = build_query(opts, normalization.value, include_base)
     for n in notes:
         info(n)
+    found = None
+    if installed:
+        scan = deferred("recommender.probes.local_scan")
+        found = scan.installed_variants(scan.scan_models(catalog, tuple(local_dir or ())))
+        if not found:
+            raise UserError("no catalog model found on this machine (Hugging Face cache, Ollama, LM Studio"
+                            + (", " + ", ".join(local_dir) if local_dir else "") + ")",
+                            hint="`recommender local` lists what it found; give --local-dir DIR for another folder")
+        engines = sorted({e for *_rest, e in found} | ({"transformers"} if any(e == "vllm" for *_r, e in found)
+                                                       else set()))
+        q = q.model_copy(update={"models": sorted({m for m, *_rest in found}),
+                                 "variants": sorted({(m, qq) for m, qq, *_rest in found}),
+                                 "engines": [e for e in engines if not q.engines or e in q.engines]})
     rec = recommend(catalog, q)
+    if found:  # their launch recipes run the file found here
+        paths = {(m, qq, e): p for m, qq, p, e in found}
+        for c in rec.candidates:
+            p = paths.get((c.model, c.quant, "vllm" if c.engine == "transformers" else c.engine))
+            if p:
+                c.launch = launch_recipe(c, q.hardware, q.machine, local_weights=p)
     if rec.candidates:  # kept for `recommender run RANK` (recommender.probes.launcher)
         store_last_answer(rec.model_dump(mode="json"))
     hint = None if rec.candidates else no_fit_hint(rec.excluded)

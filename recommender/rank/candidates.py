@@ -243,8 +243,11 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
     b, wl = builder, q.workload
     wanted = b.wanted
     out: list[CandidateKey] = []
+    only = {tuple(v) for v in q.variants}
     for (mid, quant) in b.variants:
         if wanted and mid not in wanted:
+            continue
+        if only and (mid, quant) not in only:
             continue
         if skips_base(q, b.models[mid], wanted):
             continue
