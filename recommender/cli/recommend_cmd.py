@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Optional
 
 import typer
 
 from recommender.core.errors import UserError
-from recommender.core.paths import user_catalog_path
+from recommender.core.paths import LAST_ANSWER_FILE, private_cache_dir, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
 from recommender.rank.launch import launch_recipe
-from recommender.probes.launcher import store_last_answer
 from recommender.cli.common import (
     budget_title,
     engine_label,
@@ -86,7 +87,7 @@ def recommend_command(
             if p:
                 c.launch = launch_recipe(c, q.hardware, q.machine, local_weights=p)
     if rec.candidates:  # kept for `recommender run RANK` (recommender.probes.launcher)
-        store_last_answer(rec.model_dump(mode="json"))
+        store_last_answer(rec)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
     if report_path is not None:
         deferred("recommender.cli.report_html").write_report(
@@ -111,6 +112,20 @@ def recommend_command(
     if hint:
         info(hint)
         raise typer.Exit(1)
+
+
+def store_last_answer(rec) -> None:
+    """Keep the answer (its JSON) in the cache folder for `recommender run RANK` (recommender.probes.launcher); skipped
+    where the cache folder is not this user's alone."""
+    d = private_cache_dir(".")
+    if d is None:
+        return
+    tmp = d / f"{LAST_ANSWER_FILE}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps(rec.model_dump(mode="json")), encoding="utf-8")
+        os.replace(tmp, d / LAST_ANSWER_FILE)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def print_recommendation(rec, explain: bool) -> None:

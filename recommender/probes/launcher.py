@@ -1,6 +1,6 @@
 """`recommender run`: start a planned candidate on an engine installed here, wait until it answers, stop it.
 
-The plan is a row of the last `recommend` answer (stored in the cache folder as last_recommend.json); its launch
+The plan is a row of the last `recommend` answer (stored in the cache folder by recommend, core.paths.LAST_ANSWER_FILE); its launch
 recipe (recommender.rank.launch) gives the command, with the local weights file in place of a download where there is
 one. The server runs in its own process group, so stopping it (Ctrl-C included) stops every process it started.
 """
@@ -22,29 +22,16 @@ from pathlib import Path
 from typing import Optional
 
 from recommender.core.errors import UserError
-from recommender.core.paths import cache_root, private_cache_dir
+from recommender.core.paths import cache_root, LAST_ANSWER_FILE
 from recommender.core.records import Figure
 from recommender.predict.split import DeviceShare, SplitPlan
 
-LAST_ANSWER = "last_recommend.json"
 READY_POLL_S = 0.25
 STOP_WAIT_S = 10.0
 
 
 def last_answer_path() -> Path:
-    return cache_root() / LAST_ANSWER
-
-
-def store_last_answer(answer: dict) -> Optional[Path]:
-    """Keep the last recommend answer (its JSON) for `recommender run RANK`; None where the cache is not ours."""
-    d = private_cache_dir(".")
-    if d is None:
-        return None
-    p = d / LAST_ANSWER
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(answer), encoding="utf-8")
-    os.replace(tmp, p)
-    return p
+    return cache_root() / LAST_ANSWER_FILE
 
 
 @dataclass
