@@ -58,6 +58,9 @@ def run_command(
     if model is not None and rank is None:
         model = catalog.resolve_model(model).id
     plan = pick(answer, rank, model, quant)
+    if target is not None and (target.model_id, target.quant) != (plan.model, plan.quant):
+        raise UserError(f"{file} is {target.model_id} {target.quant}, but #{plan.rank} is {plan.model} {plan.quant}",
+                        hint="give the file of that row, or leave out the rank to run the file's own row")
     tool = engine_tool(plan.engine)
     if tool is None:
         want = {"llama.cpp": "llama-server on PATH, or pip install 'llama-cpp-python[server]'",
@@ -90,6 +93,7 @@ def run_command(
         if probe:
             _probe(plan, url, catalog, prompt_tokens, output_tokens, repeats, timeout)
         else:
+            catalog.close()  # the overlay stays free for other commands while the server runs
             info("Ctrl-C stops it")
             server.proc.wait()
     except KeyboardInterrupt:
