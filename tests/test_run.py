@@ -71,9 +71,12 @@ def test_run_probe_starts_measures_and_stops(env):
     line = next(x for x in p.stdout.splitlines() if "→" in x and "TTFT" in x)
     assert "TPOT" in line and "measurement" in line
     assert "stopped" in p.stderr and not procs_with(str(port))
+    mid = line.rsplit("measurement ", 1)[1].strip()
     rows = json.loads(rec(env, "catalog", "measurements", "--json").stdout)["items"]
-    mine = [r for r in rows if r["model_id"] == top["model"] and r["quant"] == "Q4_1"]
-    assert mine and {r["batch"] for r in mine} == {top["batch"]} and all(r["provenance"] == "measured" for r in mine)
+    mine = [r for r in rows if r["id"] == mid]  # stored in the overlay, at the planned batch (the concurrency)
+    assert len(mine) == 1 and mine[0]["model_id"] == top["model"] and mine[0]["quant"] == "Q4_1"
+    assert mine[0]["batch"] == top["batch"] == 2 and mine[0]["provenance"] == "measured"
+    assert mine[0]["ttft_ms"] > 0 and mine[0]["tpot_ms"] > 0
 
 
 def test_run_stops_cleanly_on_ctrl_c(env):
