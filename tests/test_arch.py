@@ -94,13 +94,15 @@ def test_every_catalog_config_parses_or_is_refused_with_a_reason():
             refused[model] = e.message
             continue
         assert s.params_total > 0 and 0 < s.params_active <= s.params_total
-    for model in ("Qwen/Qwen3.5-27B", "nvidia/Nemotron-H-56B-Base-8K", "google/gemma-4-31B",
-                  "meta-llama/Llama-3.2-11B-Vision-Instruct", "LiquidAI/LFM2.5-VL-1.6B",
+    for model in ("google/gemma-4-31B",
+                  "meta-llama/Llama-3.2-11B-Vision-Instruct",
                   "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "deepseek-ai/DeepSeek-V3.2"):
         assert model in refused, model
     for model in ("openai/gpt-oss-20b", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "moonshotai/Kimi-K2-Instruct",
                   "baidu/ERNIE-4.5-21B-A3B-Thinking", "mistralai/Voxtral-Mini-3B-2507",
-                  "Qwen/Qwen3-Next-80B-A3B-Instruct"):
+                  "Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.6-35B-A3B",
+                  "nvidia/Nemotron-H-56B-Base-8K", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+                  "LiquidAI/LFM2.5-VL-1.6B", "MiniMaxAI/MiniMax-M2.5", "zai-org/GLM-4.7-Flash"):
         assert model not in refused, model
 
 
@@ -110,8 +112,9 @@ def test_refused_config_is_left_out_of_the_build_with_its_reason(tmp_path):
     refused: list[dict] = []
     models = {m.id for m in load_models(SOURCES_DIR, refused)}
     reasons = {r["model"]: r["reason"] for r in refused}
-    assert "Qwen/Qwen3.5-27B" in reasons and "Qwen/Qwen3.5-27B" not in models
-    assert "linear-attention" in reasons["Qwen/Qwen3.5-27B"]
+    assert "google/gemma-4-31B" in reasons and "google/gemma-4-31B" not in models
+    assert "per-layer" in reasons["google/gemma-4-31B"]
+    assert "Qwen/Qwen3.5-27B" in models and "Qwen/Qwen3.5-27B" not in reasons
     assert len(models) + len(refused) == len(FILES)
 
 
@@ -358,3 +361,122 @@ def test_written_moe_gguf(tmp_path):
     assert s.params_active < s.params_total
     assert {t.name: t.shape for t in info.tensors} == shapes(s)
     assert {t.name: t.ggml_type for t in info.tensors}["blk.0.ffn_gate_inp.weight"] == "F32"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2026 hybrids: Qwen3.5 / 3.6 (Gated DeltaNet), Nemotron-H / Nemotron-3 (Mamba-2)
+# ---------------------------------------------------------------------------------------------------------------
+def test_qwen35_27b_repeating_layers_match_a_published_gguf():
+    """llama.cpp's own count of a Qwen3.5-27B GGUF's repeating layers, "24.353 B parameters" (llm_load_print_meta in
+    the card of huggingface.co/sokann/Qwen3.5-27B-GGUF-4.165bpw, a file without the MTP block): our trunk blocks
+    (everything but token_embd / output / output_norm and the MTP block) give the same to the printed precision."""
+    s = spec("Qwen/Qwen3.5-27B")
+    assert (s.num_layers, s.num_linear_attn_layers, s.num_attention_layers, s.nextn_layers) == (64, 48, 16, 1)
+    trunk = sum(t.n_elements for t in tensor_inventory(s) if t.layer is not None and t.layer < s.num_layers)
+    assert round(trunk / 1e9, 3) == 24.353
+    sh = shapes(s)
+    assert sh["blk.0.attn_qkv.weight"] == (5120, 2 * 16 * 128 + 48 * 128)  # Gated DeltaNet layer
+    assert sh["blk.0.ssm_beta.weight"] == (5120, 48) and sh["blk.0.ssm_alpha.weight"] == (5120, 48)
+    assert "blk.0.ssm_ba.weight" not in sh and "blk.0.attn_q.weight" not in sh
+    assert sh["blk.3.attn_q.weight"] == (5120, 2 * 24 * 256)  # full attention with the output gate
+    assert sh["blk.3.ffn_gate.weight"] == (5120, 17408)  # dense qwen35
+    assert sh["blk.64.nextn.eh_proj.weight"] == (2 * 5120, 5120)  # the MTP block the converter keeps
+
+
+def test_qwen36_35b_a3b_is_the_moe_layout():
+    s = spec("Qwen/Qwen3.6-35B-A3B")
+    sh = shapes(s)
+    assert (s.num_experts, s.num_experts_per_tok, s.moe_intermediate_size, s.shared_expert_intermediate_size) == \
+        (256, 8, 512, 512)
+    assert sh["blk.0.ffn_gate_exps.weight"] == (2048, 512, 256) and sh["blk.0.ffn_gate_inp_shexp.weight"] == (2048,)
+    assert 34.5e9 < s.params_total < 36e9 and 3.0e9 < s.params_active < 4.0e9  # "35B-A3B"
+
+
+def test_nemotron3_nano_published_counts():
+    """NVIDIA-Nemotron-3-Nano-30B-A3B model card (as quoted e.g. at open-source-ai.tech/models/nemotron-3-nano and
+    crafiq.ai): 31.6B total, 3.2B active (3.6B with embeddings); 52 layers = 23 Mamba-2 + 23 MoE + 6 attention."""
+    s = spec("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert (s.num_linear_attn_layers, s.layer_pattern.count("E"), s.num_attention_layers) == (23, 23, 6)
+    assert round(s.params_total / 1e9, 1) == 31.6
+    assert round((s.params_active - s.vocab_size * s.hidden_size) / 1e9, 1) == 3.2
+    assert round(s.params_active / 1e9, 1) == 3.6
+    sh = shapes(s)
+    assert sh["blk.0.ssm_in.weight"] == (2688, 2 * 4096 + 2 * 8 * 128 + 64)
+    assert sh["blk.0.ssm_conv1d.weight"] == (4, 4096 + 2 * 8 * 128) and sh["blk.0.ssm_norm.weight"] == (512, 8)
+    assert sh["blk.1.ffn_up_exps.weight"] == (2688, 1856, 128) and "blk.1.ffn_gate_exps.weight" not in sh
+    assert sh["blk.5.attn_k.weight"] == (2688, 2 * 128)
+
+
+def test_nemotron_h_dense_and_super_latent_moe():
+    h = spec("nvidia/Nemotron-H-56B-Base-8K")  # model card: "56B"
+    assert h.num_experts == 0 and round(h.params_total / 1e9) == 56
+    assert shapes(h)["blk.1.ffn_up.weight"] == (8192, 32768)
+    sup = spec("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    assert sup.moe_latent_size == 1024 and sup.nextn_layers == 1
+    sh = shapes(sup)
+    assert sh["blk.1.ffn_latent_down.weight"] == (4096, 1024) and sh["blk.1.ffn_up_exps.weight"] == (1024, 2688, 512)
+    assert "blk.88.nextn.eh_proj.weight" in sh and "blk.88.attn_q.weight" in sh
+
+
+def test_nemotron_h_pattern_must_match_the_layers():
+    cfg = json.loads(FILES["nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"].read_text(encoding="utf-8"))
+    with pytest.raises(UnsupportedArchitecture) as e:
+        spec_from_config({**cfg, "hybrid_override_pattern": "ME*"}, "x/y")
+    assert "hybrid_override_pattern" in e.value.message
+
+
+@pytest.mark.parametrize("name,cut", [
+    ("Qwen/Qwen3.5-27B", dict(num_hidden_layers=8, layer_types=None)),
+    ("Qwen/Qwen3.6-35B-A3B", dict(num_hidden_layers=4, layer_types=None, num_experts=8)),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", dict(num_hidden_layers=6, hybrid_override_pattern="MEM*EM",
+                                                        n_routed_experts=8)),
+    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", dict(num_hidden_layers=4, hybrid_override_pattern="M*EM",
+                                                          n_routed_experts=8, num_experts_per_tok=2)),
+    ("nvidia/Nemotron-H-56B-Base-8K", dict(num_hidden_layers=4, hybrid_override_pattern="M-*-")),
+    ("LiquidAI/LFM2.5-VL-1.6B", dict(num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"])),
+])
+def test_hybrid_gguf_header_reads_back_the_layer_kinds(tmp_path, name, cut):
+    """A synthetic GGUF of a hybrid (the metadata the converters write) read back by spec_from_gguf: the same layer
+    kinds, recurrent sizes, MTP blocks and parameters as the config's spec, so a user's GGUF of these models is sized
+    as the catalog's config is."""
+    pytest.importorskip("gguf")
+    from recommender.probes.synthetic import build_synthetic_gguf  # noqa: PLC0415
+
+    cfg = json.loads(FILES[name].read_text(encoding="utf-8"))
+    cfg = {**cfg, **cfg.pop("text_config", {})}
+    cfg.update(hidden_size=256, vocab_size=512, **{k: v for k, v in cut.items() if v is not None})
+    if "layer_types" in cut and cut["layer_types"] is None:
+        cfg.pop("layer_types", None)
+    s = spec_from_config(cfg, name)
+    g, _info = spec_from_gguf(build_synthetic_gguf(s, "Q8_0", tmp_path / "h.gguf"))
+    fields = ("num_layers", "num_attention_layers", "num_linear_attn_layers", "nextn_layers", "layer_pattern",
+              "full_attention_interval", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+              "linear_value_head_dim", "linear_conv_kernel", "moe_latent_size", "num_experts", "params_total",
+              "params_active")
+    assert {f: getattr(g, f) for f in fields} == {f: getattr(s, f) for f in fields}
+
+
+def test_minimax_m2_and_glm47_flash_counts():
+    """MiniMax-M2 card: 230B total, 10B active (ours: 228.7B; 10.4B active without the input embedding); GLM-4.7-Flash
+    card: a 30B-A3B MoE (ours 29.9B from the aiconfigurator config copy, which states no MTP layer)."""
+    m = spec("MiniMaxAI/MiniMax-M2.5")
+    assert 228e9 < m.params_total < 231e9 and round((m.params_active - m.vocab_size * m.hidden_size) / 1e9) == 10
+    sh = shapes(m)
+    assert sh["blk.0.attn_q_norm.weight"] == (48 * 128,) and sh["blk.0.attn_k_norm.weight"] == (8 * 128,)
+    assert sh["blk.0.exp_probs_b.bias"] == (256,) and "blk.0.ffn_gate_shexp.weight" not in sh
+    g = spec("zai-org/GLM-4.7-Flash")
+    assert g.is_mla and (g.kv_lora_rank, g.q_lora_rank, g.first_k_dense_layers) == (512, 768, 1)
+    assert round(g.params_total / 1e9) == 30 and 3e9 < g.params_active < 4e9
+
+
+def test_lfm2_counts_and_short_convolutions():
+    """LFM2-1.2B (the language model of LFM2.5-VL-1.6B, config text_config) card: 1,170,340,608 parameters; 10 short-
+    convolution layers (a (L_cache - 1) x hidden conv state each, no KV) and 6 attention layers; the MLP width the
+    converter writes is 2/3 of block_ff_dim rounded to 256 (8192)."""
+    s = spec("LiquidAI/LFM2.5-VL-1.6B")
+    assert s.params_total == 1_170_340_608 and s.tie_word_embeddings
+    assert (s.num_linear_attn_layers, s.num_attention_layers, s.intermediate_size) == (10, 6, 8192)
+    sh = shapes(s)
+    assert sh["blk.0.shortconv.conv.weight"] == (3, 2048) and sh["blk.0.shortconv.in_proj.weight"] == (2048, 6144)
+    assert sh["blk.2.attn_k.weight"] == (2048, 8 * 64) and "output.weight" not in sh
+    assert "token_embd_norm.weight" in sh and "output_norm.weight" not in sh

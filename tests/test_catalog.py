@@ -285,3 +285,74 @@ def test_read_cache_folder_keeps_only_recently_used_pairs(cli, tmp_path):
     os.utime(ours, (now - 3600 * 50,) * 2)
     assert cli("--vram", "24", "--json", prog="recommend", env=env).code == 0
     assert ours.stat().st_mtime > now - 60
+
+
+# -- freshness: release dates, model lines, newer siblings (recommender.core.freshness) -------------------------------
+def test_model_line_groups_versions_and_keeps_variants_apart():
+    from recommender.core.freshness import model_family, model_line
+
+    assert model_line("Qwen/Qwen3-30B-A3B-Instruct-2507") == model_line("Qwen/Qwen3.6-35B-A3B") == ("qwen", ("qwen",))
+    assert model_line("Qwen/Qwen3-Coder-30B-A3B-Instruct") == ("qwen", ("qwen", "coder"))
+    assert model_line("meta-llama/Meta-Llama-3-8B-Instruct") == model_line("meta-llama/Llama-3.1-8B-Instruct")
+    assert model_line("google/gemma-3-27b-it") == model_line("google/gemma-4-31B-it")
+    assert model_line("MiniMaxAI/MiniMax-M2.5") == model_line("MiniMaxAI/MiniMax-M3")
+    assert model_line("deepseek-ai/DeepSeek-V4-Flash") != model_line("deepseek-ai/DeepSeek-V3.2")
+    ids = ("zai-org/GLM-5", "moonshotai/Kimi-K2.6", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    assert {model_family(m) for m in ids} == {"glm", "kimi", "nemotron"}
+
+
+def test_newer_sibling_is_same_line_later_similar_size():
+    from recommender.core.freshness import Dated, newer_sibling
+
+    q3 = Dated("Qwen/Qwen3-32B", "2025-04-29", 32_800_000_000, False, True)
+    others = [q3, Dated("Qwen/Qwen3.5-27B", "2026-02-24", 27_800_000_000, False, True),
+              Dated("Qwen/Qwen3.6-27B", "2026-04-22", 27_800_000_000, False, True),
+              Dated("Qwen/Qwen3.6-35B-A3B", "2026-04-16", 36_000_000_000, True, True),  # MoE: another size class
+              Dated("Qwen/Qwen3.5-9B", "2026-03-02", 9_700_000_000, False, True),  # too small
+              Dated("Qwen/Qwen3-Coder-Next", "2026-05-01", 30_000_000_000, False, True),  # another line
+              Dated("Qwen/Qwen3.8-27B", None, 27_800_000_000, False, True),  # no date: not newer
+              Dated("Qwen/Qwen3.7-27B-Base", "2026-09-01", 27_800_000_000, False, False)]  # base: another group
+    assert newer_sibling(q3, others).id == "Qwen/Qwen3.6-27B"
+    assert newer_sibling(others[2], others) is None
+    assert newer_sibling(Dated("Qwen/Qwen3-32B", None, 32_800_000_000, False, True), others) is None
+    unknown_kind = Dated("Qwen/Qwen3-32B", "2025-04-29", 32_800_000_000, False, None)  # a Hub model, kind unknown
+    assert newer_sibling(unknown_kind, others).id == "Qwen/Qwen3.7-27B-Base"
+
+
+def test_release_dates_compare_at_their_precision():
+    from recommender.core.freshness import parse_since, released_since
+
+    since = parse_since("2026-06")
+    assert released_since("2026-06", since) and released_since("2026-06-01", since)
+    assert not released_since("2026-05-31", since) and not released_since(None, since)
+    assert released_since("2026-06", parse_since("2026-06-15"))
+    for bad in ("June", "2026-13", "2026/06"):
+        with pytest.raises(ValueError):
+            parse_since(bad)
+
+
+def test_sources_release_dates_are_iso_with_a_basis():
+    """sources.csv release_date is YYYY[-MM[-DD]] and every dated row says where the date comes from."""
+    import csv
+    import re
+
+    with (SOURCES_DIR / "configs" / "sources.csv").open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    dated = [r for r in rows if r["release_date"]]
+    assert dated
+    for r in dated:
+        assert re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", r["release_date"]), r["model"]
+        assert r["release_date_basis"].strip(), r["model"]
+
+
+def test_catalog_list_since_and_outdated(cli):
+    r = cli("catalog", "list", "--since", "2026-06", "--json")
+    assert r.code == 0, r.err
+    rows = r.json()
+    assert rows and all(m["release_date"] >= "2026-06" for m in rows)
+    assert all(m["family"] for m in rows)
+    assert_user_error(cli("catalog", "list", "--since", "last june"))
+    r = cli("catalog", "outdated", "--json")
+    assert r.code == 0, r.err
+    for pair in r.json():
+        assert pair["newer_release_date"] > pair["release_date"]

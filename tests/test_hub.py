@@ -20,10 +20,14 @@ REPOS = {
                                  "pipeline_tag": "text-generation", "createdAt": "2024-09-16T11:55:40.000Z"},
     "openai/gpt-oss-20b": {"license": "apache-2.0", "pipeline_tag": "text-generation",
                            "createdAt": "2025-08-04T22:33:29.000Z"},
-    "Qwen/Qwen3.5-27B": {"license": "apache-2.0", "pipeline_tag": "image-text-to-text",
-                         "createdAt": "2026-02-24T00:00:00.000Z"},
+    # a model type the estimator refuses (Gemma-4's per-layer embeddings / shared-KV layers are not sized)
+    "google/gemma-4-31B": {"license": "apache-2.0", "pipeline_tag": "image-text-to-text",
+                           "createdAt": "2026-04-02T00:00:00.000Z"},
 }
 SHA = "0123456789abcdef0123456789abcdef01234567"
+# a release newer than every shipped Kimi (the Hub date is what makes it one)
+REPOS["moonshotai/Kimi-K2.6"] = {"license": "other", "pipeline_tag": "image-text-to-text",
+                                 "createdAt": "2026-11-20T08:00:00.000Z"}
 
 
 def _config_bytes(repo: str) -> bytes:
@@ -114,10 +118,22 @@ def test_refresh_hub_rereads_every_hub_model(cli, user_catalog, hub):
     assert len(_Hub.requests) > n
 
 
+def test_a_new_hub_release_is_listed_since_and_outdates_its_sibling(cli, user_catalog, hub):
+    """`catalog add hf:` keeps the Hub's createdAt as the release date, so a model released after the shipped
+    catalog was built shows in `catalog list --since` and `catalog outdated` names it as the newer sibling."""
+    r = cli("catalog", "add", "hf:moonshotai/Kimi-K2.6", "--id", "moonshotai/Kimi-K2.9", "--json")
+    assert r.code == 0, r.err
+    listed = {m["id"]: m for m in cli("catalog", "list", "--since", "2026-11", "--json").json()}
+    assert listed["moonshotai/Kimi-K2.9"]["release_date"] == "2026-11-20"
+    assert listed["moonshotai/Kimi-K2.9"]["family"] == "kimi"
+    pairs = {p["model"]: p["newer"] for p in cli("catalog", "outdated", "--json").json()}
+    assert pairs["moonshotai/Kimi-K2.5"] == "moonshotai/Kimi-K2.9"
+
+
 def test_hub_refusals_are_one_line_and_change_nothing(cli, user_catalog, hub):
     before = cli("catalog", "list", "--json").json()
     for ref, fragment in (("hf:nobody/nothing", "no model nobody/nothing"),
-                          ("hf:Qwen/Qwen3.5-27B", "not supported"),
+                          ("hf:google/gemma-4-31B", "not supported"),
                           ("hf:not-a-ref", "not a Hub model reference")):
         r = cli("catalog", "add", ref)
         assert r.code == 2 and fragment in r.err and "Traceback" not in r.err, r.err

@@ -189,6 +189,8 @@ def test_tiny_moe_runs_in_llama_cpp(tmp_path, quant):
     ("internlm__internlm2_5-7b-chat", 2),
     ("baichuan-inc__Baichuan2-7B-Chat", 2),
     ("openbmb__MiniCPM-2B-sft-bf16", 2),
+    ("MiniMaxAI__MiniMax-M2.5", 2),  # minimax-m2: full-width q/k norms, router bias, every layer MoE
+    ("zai-org__GLM-4.7-Flash", 2),  # GLM-4.7-Flash: deepseek2 (MLA + q_lora, leading dense layer, shared expert)
 ])
 def test_other_architectures_run(tmp_path, name, layers):
     spec = shrunk(name, layers=layers, experts=8)
@@ -427,3 +429,98 @@ def test_olmo3_cut_keeps_only_the_window_in_its_sliding_layers(tmp_path, capfd):
     all_full = kv_cache_bytes(spec.model_copy(update={"sliding_window": None, "num_swa_layers": 0}), n_ctx, 1)
     assert abs(reported - predicted) <= 0.01 * 2**20, (reported, predicted)
     assert reported < 0.5 * all_full
+
+
+def _buffers(log: str) -> dict[str, float]:
+    """Bytes of the KV (summed over the caches llama.cpp makes), recurrent-state and CPU compute buffers a log reports."""
+    import re  # noqa: PLC0415
+
+    kv = [float(x) * 2**20 for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)]
+    rs = [float(x) * 2**20 for x in re.findall(r"RS buffer size =\s*([0-9.]+) MiB", log)]
+    cb = [float(x) * 2**20 for x in re.findall(r"CPU compute buffer size =\s*([0-9.]+) MiB", log)]
+    return {"kv": sum(kv), "rs": sum(rs), "compute": max(cb) if cb else 0.0, "n_kv": len(kv), "n_rs": len(rs)}
+
+
+QWEN35_SMALL = dict(linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=64,
+                    linear_value_head_dim=64)
+
+
+@pytest.mark.parametrize("name,extra", [
+    ("Qwen__Qwen3.5-27B", {}),  # qwen35: dense gated MLP
+    ("Qwen__Qwen3.6-35B-A3B", {"shared_expert_intermediate_size": 256}),  # qwen35moe: 8 experts + gated shared
+])
+def test_qwen35_cut_keeps_kv_only_in_full_attention_layers(tmp_path, capfd, name, extra):
+    """A 4-layer Qwen3.5 / 3.6 cut (3 Gated DeltaNet layers, 1 full-attention layer, plus the MTP block the converter
+    keeps): llama.cpp loads it as qwen35 / qwen35moe, caches K/V for the full-attention layer only and holds a fixed
+    recurrent state for the DeltaNet layers; both buffers are the estimate's to 0.01 MiB."""
+    from recommender.predict.analytical import kv_cache_bytes, recurrent_state_bytes  # noqa: PLC0415
+
+    import re  # noqa: PLC0415
+
+    from recommender.predict.analytical import mtp_bytes  # noqa: PLC0415
+
+    spec = shrunk(name, layers=4, experts=8, **QWEN35_SMALL, **extra)
+    assert (spec.num_linear_attn_layers, spec.num_attention_layers, spec.nextn_layers) == (3, 1, 1)
+    assert gguf_arch(spec) == ("qwen35moe" if spec.num_experts else "qwen35")
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "q35.gguf")
+    check_file(path, spec, "Q8_0")
+    n_ctx = 512
+    log = llama_cpp_log(path, n_ctx, capfd, use_mmap=False)  # without mmap the model buffer holds what is loaded
+    got = _buffers(log)
+    state = recurrent_state_bytes(spec, 1)
+    assert got["n_kv"] and got["n_rs"], got
+    assert abs(got["kv"] - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20, got
+    assert abs(got["rs"] - state) <= 0.01 * 2**20, got
+    # the MTP block is in the file but llama.cpp does not load it (TENSOR_SKIP without load_mtp)
+    loaded = sum(float(x) for x in re.findall(r"CPU model buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    mtp = mtp_bytes(spec, "Q8_0")[0]
+    assert mtp > 0.1 * weights_bytes(spec, "Q8_0")
+    assert abs(loaded - (weights_bytes(spec, "Q8_0") - mtp)) <= 0.01 * 2**20, (loaded, mtp)
+
+
+NEMOTRON_SMALL = dict(mamba_num_heads=8, mamba_head_dim=32, n_groups=2, ssm_state_size=32)
+
+
+@pytest.mark.parametrize("name,pattern,extra", [
+    # Nemotron-3-Nano: Mamba-2, MoE (ungated experts + shared expert, router bias) and attention layers
+    ("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "MEM*EM", {"moe_shared_expert_intermediate_size": 256}),
+    # Nemotron-H-56B: Mamba-2, relu^2 MLP and attention layers
+    ("nvidia__Nemotron-H-56B-Base-8K", "M-M*-M", {"intermediate_size": 512}),
+])
+def test_nemotron_h_cut_keeps_kv_only_in_attention_layers(tmp_path, capfd, name, pattern, extra):
+    """A 6-layer Nemotron-H cut: llama.cpp (nemotron_h / nemotron_h_moe) keeps K/V for the one attention layer and a
+    Mamba-2 conv + SSM state for the three Mamba layers; the MLP / MoE layers hold neither. Both buffers are the
+    estimate's (attention layers x context; (d_conv - 1)(d_inner + 2 n_group d_state) + d_state d_inner F32 per Mamba
+    layer) to 0.01 MiB."""
+    from recommender.predict.analytical import kv_cache_bytes, recurrent_state_bytes  # noqa: PLC0415
+
+    spec = shrunk(name, layers=6, experts=8, hybrid_override_pattern=pattern, **NEMOTRON_SMALL, **extra)
+    assert (spec.num_linear_attn_layers, spec.num_attention_layers) == (3, 1)
+    assert gguf_arch(spec) == ("nemotron_h_moe" if spec.num_experts else "nemotron_h")
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "nh.gguf")
+    check_file(path, spec, "Q8_0")
+    n_ctx = 512
+    got = _buffers(llama_cpp_log(path, n_ctx, capfd))
+    state = recurrent_state_bytes(spec, 1)
+    assert got["n_kv"] and got["n_rs"], got
+    assert abs(got["kv"] - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20, got
+    assert abs(got["rs"] - state) <= 0.01 * 2**20, got
+
+
+
+def test_lfm2_cut_keeps_kv_only_in_attention_layers(tmp_path, capfd):
+    """A 4-layer LFM2 cut (conv, conv, attention, conv): llama.cpp (lfm2) caches K/V for the attention layer and holds
+    a short-convolution state of (L_cache - 1) x n_embd F32 for each conv layer; both are the estimate's."""
+    from recommender.predict.analytical import kv_cache_bytes, recurrent_state_bytes  # noqa: PLC0415
+
+    spec = shrunk("LiquidAI__LFM2.5-VL-1.6B", layers=4, layer_types=["conv", "conv", "full_attention", "conv"],
+                  block_ff_dim=768)
+    assert (spec.num_linear_attn_layers, spec.num_attention_layers, gguf_arch(spec)) == (3, 1, "lfm2")
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "lfm2.gguf")
+    check_file(path, spec, "Q8_0")
+    n_ctx = 512
+    got = _buffers(llama_cpp_log(path, n_ctx, capfd))
+    state = recurrent_state_bytes(spec, 1)
+    assert state == 3 * 2 * 256 * 4 and got["n_kv"] and got["n_rs"], got
+    assert abs(got["kv"] - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20, got
+    assert abs(got["rs"] - state) <= 0.01 * 2**20, got

@@ -11,6 +11,7 @@ import typer
 
 
 from recommender.core.errors import UserError
+from recommender.core.freshness import model_family, newer_siblings, parse_since, released_since
 from recommender.core.records import CHAT_CHECKPOINTS
 from recommender.core.paths import base_catalog_path, SOURCES_DIR, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms
@@ -33,17 +34,25 @@ def _human_params(n: int) -> str:
 
 @app.command("list")
 def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
-                as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout.")) -> None:
-    """Every model in the catalog, with where its architecture came from."""
+                as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout."),
+                since: Optional[str] = typer.Option(None, "--since", help="Only models released on or after this "
+                                                                          "date (YYYY, YYYY-MM or YYYY-MM-DD); "
+                                                                          "models without a date are left out.")
+                ) -> None:
+    """Every model in the catalog, with where its architecture came from and when it was released."""
     check_one_format(as_json, as_csv)
     from rich.table import Table  # noqa: PLC0415
 
+    since_key = _since(since)
     cat = open_catalog()
     models = cat.models()
     variants = cat.variants()
     rows = []
     for mid, s in models.items():
-        rows.append({"id": mid, "architecture": s.architecture, "params_total": s.params_total,
+        if since_key is not None and not released_since(s.release_date, since_key):
+            continue
+        rows.append({"id": mid, "family": model_family(mid), "architecture": s.architecture,
+                     "params_total": s.params_total,
                      "params_active": s.params_active, "max_context_tokens": s.max_position_embeddings,
                      "quants": sorted(q for (m, q) in variants if m == mid), "source": s.source,
                      "source_kind": s.source_kind, "license": s.license, "origin": cat.origin(mid),
@@ -56,13 +65,59 @@ def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdo
         emit_csv_dicts(rows)
         return
     chat = sum(1 for r in rows if r["checkpoint"] in CHAT_CHECKPOINTS)
-    t = Table(title=f"{len(rows)} models ({chat} instruct / chat / hybrid / reasoning checkpoints)")
-    for col in ("model", "kind", "architecture", "params", "active", "max ctx", "quants", "origin", "source"):
+    families = len({r["family"] for r in rows})
+    t = Table(title=f"{len(rows)} models{f' released since {since}' if since else ''} ({chat} instruct / chat / "
+                    f"hybrid / reasoning checkpoints; {families} families)")
+    for col in ("model", "kind", "released", "architecture", "params", "active", "max ctx", "quants", "origin",
+                "source"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["id"], r["checkpoint"] or "?", r["architecture"], _human_params(r["params_total"]),
+        t.add_row(r["id"], r["checkpoint"] or "?", r["release_date"] or "?", r["architecture"],
+                  _human_params(r["params_total"]),
                   _human_params(r["params_active"]) if r["params_active"] != r["params_total"] else "",
                   str(r["max_context_tokens"]), str(len(r["quants"])), r["origin"], r["source"])
+    stdout_console().print(t)
+
+
+def _since(since: Optional[str]):
+    if since is None:
+        return None
+    try:
+        return parse_since(since)
+    except ValueError:
+        raise UserError(f"--since {since!r} is not a date", hint="write YYYY, YYYY-MM or YYYY-MM-DD, e.g. "
+                                                                  "--since 2026-06") from None
+
+
+@app.command("outdated")
+def outdated(model: Optional[str] = typer.Argument(None, help="Only this model (HF id or a unique part of it)."),
+             as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:
+    """Models that have a newer sibling in the catalog: same publisher and line, released later, similar size
+    (recommender.core.freshness)."""
+    cat = open_catalog()
+    models = cat.models()
+    sibs = newer_siblings(models.values())
+    if model is not None:
+        mid = cat.resolve_model(model).id
+        sibs = {mid: sibs[mid]} if mid in sibs else {}
+    rows = [{"model": mid, "release_date": models[mid].release_date, "newer": s.id,
+             "newer_release_date": s.release_date, "params_total": models[mid].params_total,
+             "newer_params_total": s.params_total} for mid, s in sorted(sibs.items())]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        info("no model has a newer sibling in the catalog" if model is None else
+             f"{model}: no newer sibling in the catalog (same line, similar size, later release date)")
+        return
+    from rich.table import Table  # noqa: PLC0415
+
+    t = Table(title=f"{len(rows)} models with a newer sibling in the catalog")
+    for col in ("model", "released", "params", "newer sibling", "released", "params"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["model"], r["release_date"], _human_params(r["params_total"]), r["newer"],
+                  r["newer_release_date"], _human_params(r["newer_params_total"]))
     stdout_console().print(t)
 
 

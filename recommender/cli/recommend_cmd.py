@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from recommender.core.errors import UserError
+from recommender.core.freshness import newer_siblings
 from recommender.core.paths import LAST_ANSWER_FILE, private_cache_dir, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.catalog.store import UserCatalog
@@ -104,11 +105,13 @@ def recommend_command(
         else:
             emit_json({**rec.model_dump(mode="json"), "verification": [v.to_json() for v in checked]})
     else:
-        print_recommendation(rec, explain)
+        print_recommendation(rec, explain, {m: s.release_date for m, s in catalog.models().items()})
         if checked is not None:
             print_verification(checked)
     for n in rec.notes:
         info(f"note: {n}")
+    if rec.candidates:
+        info_newer_sibling(catalog, rec.candidates[0].model)
     if hint:
         info(hint)
         raise typer.Exit(1)
@@ -128,7 +131,17 @@ def store_last_answer(rec) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def print_recommendation(rec, explain: bool) -> None:
+def info_newer_sibling(catalog, model_id: str) -> None:
+    """One stderr line when the top pick has a newer sibling in the catalog (recommender.core.freshness)."""
+    models = catalog.models()
+    sib = newer_siblings(models.values()).get(model_id)
+    if sib is not None:
+        info(f"note: {model_id} (released {models[model_id].release_date}) has a newer sibling in the catalog: "
+             f"{sib.id} (released {sib.release_date}), not the top pick under these limits and evidence "
+             f"(`recommender catalog outdated` lists every such pair)")
+
+
+def print_recommendation(rec, explain: bool, released: Optional[dict] = None) -> None:
 
     q = rec.query
     title = (f"{budget_title(q)} · workload {q.workload.name} "
@@ -141,7 +154,8 @@ def print_recommendation(rec, explain: bool) -> None:
                                  f"{q.normalization}"
                                  + (f"; acc = task accuracy ({tasks}) in points, q-cost = points lost to "
                                     f"quantization" if value else "") + f") · {LEGEND}",
-                          (("#", "right"), ("model", "left"), ("quant", "left"), ("engine", "left"),
+                          (("#", "right"), ("model", "left"), ("released", "left"), ("quant", "left"),
+                           ("engine", "left"),
                            ("batch", "right"), ("ctx", "right"), ("VRAM", "right"),
                            ("TTFT load" if serve else "TTFT", "right"),
                            *((("goodput/s", "right"), ("out tok/s", "right")) if serve else (("tok/s", "right"),)),
@@ -167,7 +181,8 @@ def print_recommendation(rec, explain: bool) -> None:
             acc = mark("?" if c.zh_accuracy is None else f"{c.zh_accuracy:.1f}", p["zh_accuracy"])
             qcost = mark("?" if c.ppl_ratio is None else f"{c.ppl_ratio:.3f}", p["ppl_ratio"])
         table.add_row(
-            str(c.rank), c.model, c.quant, engine, str(c.batch), fmt_tokens(c.context_tokens),
+            str(c.rank), c.model, (released or {}).get(c.model) or "?", c.quant, engine, str(c.batch),
+            fmt_tokens(c.context_tokens),
             mark(fmt_bytes(c.total_vram_bytes), p["total_vram_bytes"]),
             ttft, *speed, acc, qcost, f"{c.score:.3f}")
     stdout_console().print(table)

@@ -151,6 +151,15 @@ class ModelSpec(Strict):
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
     nextn_layers: int = 0  # multi-token-prediction blocks the GGUF converter appends after the trunk (weights only)
+    # Mamba-2 hybrids (Nemotron-H / Nemotron-3): one character per trunk layer, the config's hybrid_override_pattern:
+    # M = a Mamba-2 mixer (a fixed SSM + conv state; its sizes in the linear_* fields: linear_num_key_heads = n_groups,
+    # linear_key_head_dim = ssm_state_size, linear_num_value_heads = mamba_num_heads, linear_value_head_dim =
+    # mamba_head_dim, linear_conv_kernel = conv_kernel), * = attention (the only layers with a KV cache), - = a dense
+    # MLP, E = an MoE block. LFM2 uses C = a gated short-convolution layer (a conv state of (linear_conv_kernel - 1) x
+    # hidden_size) and * = attention, each with its MLP. None: every layer is attention + MLP (or the
+    # full_attention_interval hybrid above).
+    layer_pattern: Optional[str] = None
+    moe_latent_size: int = 0  # Nemotron-3-Super latent MoE: the routed experts work in a moe_latent_size-wide space
     # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
     # checkpoint kind is the field `checkpoint` below
     modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)
@@ -192,8 +201,18 @@ class ModelSpec(Strict):
     @property
     def num_linear_attn_layers(self) -> int:
         """Trunk layers without a KV cache (linear attention); 0 for a plain transformer."""
+        if self.layer_pattern:
+            return self.layer_pattern.count("M") + self.layer_pattern.count("C")
         k = self.full_attention_interval
         return self.num_layers - self.num_layers // k if k else 0
+
+    @property
+    def num_attention_layers(self) -> int:
+        """Trunk layers with a KV cache: all of them, less the linear-attention / Mamba layers of a hybrid (and, in a
+        Nemotron-H pattern, the MLP-only and MoE-only layers)."""
+        if self.layer_pattern:
+            return self.layer_pattern.count("*")
+        return self.num_layers - self.num_linear_attn_layers
 
 
 class TensorInfo(Strict):

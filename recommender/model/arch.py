@@ -56,6 +56,22 @@ GGUF_ARCH = {
     # a per-layer pattern from layer_types (conversion/olmo.py Olmo2Model registers Olmo3ForCausalLM), and
     # src/models/olmo2.cpp then runs the windowed layers in the SWA cache (load_swa_pattern, default pattern 4)
     "olmo3": "olmo2",
+    # Qwen3.5 / 3.6: Qwen3-Next's Gated DeltaNet hybrid with separate beta / alpha projections, dense (qwen35) or MoE
+    # with a gated shared expert (qwen35moe) (conversion/qwen.py Qwen3_5TextModel / Qwen3_5MoeTextModel,
+    # src/models/qwen35.cpp / qwen35moe.cpp)
+    "qwen3_5_text": "qwen35", "qwen3_5_moe_text": "qwen35moe",
+    # Nemotron-H / Nemotron-3: Mamba-2 / attention / MLP-or-MoE layers by hybrid_override_pattern
+    # (conversion/nemotron.py NemotronHModel: "nemotron_h_moe" when the config has experts, src/models/nemotron-h.cpp)
+    "nemotron_h": "nemotron_h",
+    # GLM-4.7-Flash: DeepSeek-V2's MLA + MoE layout (conversion/glm.py Glm4MoeLiteModel(DeepseekV2Model), "deepseek2";
+    # its MTP layers only when the config states num_nextn_predict_layers, which this code then refuses)
+    "glm4_moe_lite": "deepseek2",
+    # MiniMax-M2 / M2.x: full-width q/k RMSNorms, every layer MoE with a router bias, no shared expert
+    # (conversion/minimax.py MiniMaxM2Model, src/models/minimax-m2.cpp); the checkpoints' MTP modules are not converted
+    "minimax_m2": "minimax-m2",
+    # LFM2 / LFM2.5 (the text model of LFM2-VL too): gated short-convolution layers and GQA layers with q/k norms by
+    # layer_types (conversion/lfm2.py LFM2Model, src/models/lfm2.cpp)
+    "lfm2": "lfm2",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -65,22 +81,17 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "llama4": "llama4_text", "ernie4_5-moe": "ernie4_5_moe", "qwen3vl": "qwen3_vl_text",
     "qwen3vlmoe": "qwen3_vl_moe_text", "qwen2vl": "qwen2_5_vl", "mistral3": "mistral3", "olmo2": "olmo2",
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
-    "qwen3next": "qwen3_next",
+    "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "lfm2": "lfm2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
+    "nemotron_h_moe": "nemotron_h",
 }
 
 # Model types seen in real configs whose weights or memory this code cannot size correctly, and why. A config of
 # any type outside GGUF_ARCH is refused; these get a specific reason.
 UNSUPPORTED_REASONS = {
-    "qwen3_5_text": "hybrid Gated DeltaNet linear-attention layers are not modelled",
-    "qwen3_5_moe_text": "hybrid Gated DeltaNet linear-attention layers are not modelled",
-    "nemotron_h": "hybrid Mamba-2 / attention layers (ssm_* tensors, per-layer block pattern) are not modelled",
     "nemotron-nas": "per-layer block_configs (layers of different widths, some without attention) are not modelled",
-    "lfm2": "short-convolution layers (shortconv tensors, no KV cache in those layers) are not modelled",
     "gemma4_text": "per-layer embeddings, shared-KV layers and per-layer head sizes of Gemma-4 are not modelled",
     "mllama_text_model": "interleaved cross-attention layers (Llama-3.2-Vision) are not modelled",
     "deepseek_v32": "DeepSeek sparse attention (the lightning indexer's tensors and its key cache) is not modelled",
-    "glm4_moe_lite": "GLM-4.7-Flash's MLA + MoE layout is not modelled",
-    "minimax_m2": "MiniMax-M2's full-width q/k norms and MoE layout are not modelled",
     "mimo": "MiMo's multi-token-prediction layers are not modelled",
     "mimo_v2_flash": "MiMo-V2's hybrid sliding-window attention with differing head sizes and MTP layers are not "
                      "modelled",
@@ -90,7 +101,30 @@ UNSUPPORTED_REASONS = {
     "glm4v": "GLM-4V's text model (glm4 post-norms, fused gate/up) is not modelled",
     "chatglm": "ChatGLM's fused qkv / gate-up layout and its config keys are not modelled",
     "minicpm3": "MiniCPM3's multi-head latent attention config (no v_head_dim) is not modelled",
+    "kimi_linear": "Kimi Delta Attention layers (their conv / delta-rule state) and the MLA layers between them are "
+                   "not modelled",
+    "glm_moe_dsa": "GLM-5's MLA with the DSA lightning indexer (its tensors and key cache) is not modelled",
+    "deepseek_v4": "DeepSeek-V4's sliding-window MLA with the lightning indexer is not modelled",
+    "minimax_m3": "MiniMax-M3's sparse-attention indexer and its leading dense layers are not modelled",
 }
+# What the refused types are in the vendored llama.cpp of llama-cpp-python 0.3.36 (src/llama-arch.cpp; conversion/ of
+# convert_hf_to_gguf.py): the engine runs these, only the sizing here is missing -- the refusal says so, so a user
+# knows llama.cpp itself would load the model. A refused type not listed here has no llama.cpp architecture there.
+_LLAMA_CPP_ARCH_OF_REFUSED = {
+    "nemotron-nas": "deci", "gemma4_text": "gemma4", "deepseek_v32": "deepseek32",
+    "mimo_v2_flash": "mimo2", "bailing_moe": "bailingmoe", "chatglm": "chatglm", "minicpm3": "minicpm3",
+    "kimi_linear": "kimi-linear", "glm_moe_dsa": "glm-dsa", "deepseek_v4": "deepseek4", "minimax_m3": "minimax-m3",
+    "MiniCPM3ForCausalLM": "minicpm3", "glm4v": "glm4", "step3p7": "step35",
+}
+
+
+def refusal_reason(model_type: str) -> str:
+    """Why a model type is not sized, and whether llama.cpp 0.3.36 could run it (per engine: none is planned)."""
+    reason = UNSUPPORTED_REASONS.get(model_type, "its tensor layout is not modelled")
+    arch = _LLAMA_CPP_ARCH_OF_REFUSED.get(model_type)
+    engine = (f"llama.cpp 0.3.36 has it (architecture {arch!r}) but no engine is planned until it is sized"
+              if arch else "llama.cpp 0.3.36 has no architecture for it either")
+    return f"{reason}; {engine}"
 
 
 # transformers model classes -> model_type, for configs that name only "architectures"
@@ -117,11 +151,11 @@ LIBRARY_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma": {"head_dim": 256},
 }
 # Gemma*Config(tie_word_embeddings=True); CohereConfig(tie_word_embeddings=True)
-_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "cohere"}
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "cohere", "lfm2"}  # + Lfm2Config(tie_word_embeddings=True)
 
 # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True); StableLM-2 when use_qkv_bias (read below)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}
-_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
+_QK_NORM_TYPES = {"lfm2", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
                   "olmo3", "exaone4"}
 _POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
 
@@ -172,13 +206,17 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         raise UnsupportedArchitecture(f"config for {model_id} names no architecture (no 'architectures' and no "
                                       "'model_type')", hint="give the config.json as published with the weights")
     if model_type not in GGUF_ARCH:
-        reason = UNSUPPORTED_REASONS.get(model_type, "its tensor layout is not modelled")
+        reason = refusal_reason(model_type)
         raise UnsupportedArchitecture(
             f"config for {model_id}: model type {model_type or architecture!r} is not supported ({reason})",
             hint=f"supported model types: {', '.join(sorted(GGUF_ARCH))}")
 
     used_defaults: list[str] = []
     defaults = LIBRARY_DEFAULTS.get(model_type, {})
+    if model_type == "nemotron_h" and isinstance(cfg.get("layers_block_type"), list) \
+            and cfg.get("num_hidden_layers") is None:
+        # Nemotron-3-Ultra lists its layers by name only (conversion/nemotron.py: num_hidden_layers = its length)
+        cfg = {**cfg, "num_hidden_layers": len(cfg["layers_block_type"])}
 
     def get(*keys: str, required: bool = True, default: Any = None) -> Any:
         v = _first(cfg, *keys)
@@ -200,7 +238,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
                    "must be positive")
     n_kv = _as_int(get("num_key_value_heads", "num_kv_heads", "multi_query_group_num", required=False,
                        default=n_heads), "num_key_value_heads", model_id)
-    head_dim = get("head_dim", required=False)
+    head_dim = get("head_dim", "attention_head_dim", required=False)
     head_dim = _as_int(head_dim, "head_dim", model_id) if head_dim else hidden // n_heads
     max_pos = _as_int(get("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length",
                           required=False, default=0), "max_position_embeddings", model_id)
@@ -242,7 +280,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
             end = get("moe_layer_end_index", required=False)
             if end is not None and end not in (-1, n_layers - 1):
                 raise UnsupportedArchitecture(f"config for {model_id}: moe_layer_end_index {end} is not modelled")
-        elif model_type.startswith("deepseek") or model_type == "kimi_k2":
+        elif model_type.startswith("deepseek") or model_type in ("kimi_k2", "glm4_moe_lite"):
             # DeepSeek-V2 modeling_deepseek.py: shared experts are one MLP of width moe_intermediate_size * n_shared
             n_shared = _as_int(get("n_shared_experts", required=False, default=0), "n_shared_experts", model_id)
             shared_ff = moe_ff * n_shared
@@ -252,6 +290,12 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
                 raise _bad(f"config for {model_id}: moe_layer_freq != 1 is not supported",
                            hint="only DeepSeek-V2/V3 layouts with an MoE block in every layer after "
                                 "first_k_dense_replace are modelled")
+        elif model_type == "nemotron_h":
+            # NemotronHConfig: n_shared_experts of moe_shared_expert_intermediate_size (conversion/nemotron.py writes
+            # expert_shared_feed_forward_length = moe_shared_expert_intermediate_size)
+            n_shared = _as_int(get("n_shared_experts", required=False, default=0), "n_shared_experts", model_id)
+            shared_ff = _as_int(get("moe_shared_expert_intermediate_size", required=False, default=0),
+                                "moe_shared_expert_intermediate_size", model_id) if n_shared else 0
         elif get("shared_expert_intermediate_size", required=False):
             n_shared = 1  # Qwen2-MoE: one shared expert of shared_expert_intermediate_size
             shared_ff = _as_int(get("shared_expert_intermediate_size"), "shared_expert_intermediate_size", model_id)
@@ -318,8 +362,8 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     bias = cfg.get("attention_bias", cfg.get("bias", cfg.get("use_qkv_bias", False)))
     dtype = _first(cfg, "torch_dtype", "dtype")
 
-    linear: dict[str, int] = {}
-    if model_type == "qwen3_next":
+    linear: dict[str, Any] = {}
+    if model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):
         # transformers Qwen3NextConfig; the MTP block: convert_hf_to_gguf.py keeps it unless --no-mtp, and the
         # Qwen3-Next config does not state mtp_num_hidden_layers (the converter counts the checkpoint's mtp.* layers:
         # one for the published Qwen3-Next-80B-A3B checkpoints)
@@ -333,6 +377,16 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
                                          model_id)
         if n_shared == 0 and shared_ff:
             n_shared = 1
+        if model_type != "qwen3_next":
+            _check_interval_layer_types(layer_types, linear["full_attention_interval"], n_layers, model_id)
+            if linear["linear_key_head_dim"] != linear["linear_value_head_dim"]:
+                # src/models/qwen35.cpp sizes both from ssm_d_state (head_v_dim = head_k_dim)
+                raise UnsupportedArchitecture(f"config for {model_id}: Gated DeltaNet key and value head sizes differ "
+                                              "(llama.cpp's qwen35 layout assumes equal sizes)")
+    elif model_type == "nemotron_h":
+        linear, dense_ff = _nemotron_h_fields(cfg, get, model_id, n_layers, n_experts, dense_ff)
+    elif model_type == "lfm2":
+        linear, dense_ff = _lfm2_fields(cfg, get, model_id, n_layers, dense_ff)
     if used_defaults:
         extra = f"library defaults used for keys absent from config.json: {', '.join(used_defaults)}"
         notes = f"{notes}; {extra}" if notes else extra
@@ -353,6 +407,82 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     )
     total, active = param_counts(spec)
     return spec.model_copy(update={"params_total": total, "params_active": active})
+
+
+def _check_interval_layer_types(layer_types: Any, interval: int, n_layers: int, model_id: str) -> None:
+    """A config's layer_types, where it lists them, must be the full_attention_interval pattern (layer i full
+    attention when (i + 1) % interval == 0): llama.cpp's qwen35 loader derives the layers from the interval."""
+    if not isinstance(layer_types, list) or not layer_types:
+        return
+    want = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n_layers)]
+    if list(layer_types) != want:
+        raise UnsupportedArchitecture(f"config for {model_id}: layer_types is not the full_attention_interval "
+                                      f"{interval} pattern (other linear / full layer orders are not modelled)")
+
+
+_NEMOTRON_LAYER_KINDS = frozenset("M*-E")
+
+
+def _lfm2_fields(cfg: dict, get: Any, model_id: str, n_layers: int, dense_ff: int) -> tuple[dict[str, Any], int]:
+    """(ModelSpec fields, MLP width) of an LFM2 config: the layer kinds as a pattern (C = gated short convolution,
+    * = attention) and conv_L_cache, and the MLP width the converter writes (conversion/lfm2.py
+    _add_feed_forward_length: with block_auto_adjust_ff_dim, int(2/3 ff), times block_ffn_dim_multiplier, rounded up
+    to block_multiple_of)."""
+    kinds = cfg.get("layer_types")
+    if not isinstance(kinds, list) or len(kinds) != n_layers or not set(kinds) <= {"conv", "full_attention"}:
+        raise UnsupportedArchitecture(f"config for {model_id}: an LFM2 config needs layer_types, conv or "
+                                      f"full_attention for each of its {n_layers} layers")
+    ff = _as_int(get("block_ff_dim", "intermediate_size"), "block_ff_dim", model_id)
+    if cfg.get("block_auto_adjust_ff_dim"):
+        ff = int(2 * ff / 3)
+        mult = cfg.get("block_ffn_dim_multiplier")
+        if mult is not None:
+            ff = int(float(mult) * ff)
+        step = _as_int(get("block_multiple_of", required=False, default=256), "block_multiple_of", model_id) or 1
+        ff = step * ((ff + step - 1) // step)
+    pattern = "".join("C" if k == "conv" else "*" for k in kinds)
+    return {"layer_pattern": pattern,
+            "linear_conv_kernel": _as_int(get("conv_L_cache"), "conv_L_cache", model_id)}, ff or dense_ff
+
+
+def _nemotron_h_fields(cfg: dict, get: Any, model_id: str, n_layers: int, n_experts: int,
+                       dense_ff: int) -> tuple[dict[str, Any], int]:
+    """(ModelSpec fields, dense MLP width) of a Nemotron-H config: the layer pattern and the Mamba-2 sizes in the
+    linear_* fields (transformers / remote-code NemotronHConfig; conversion/nemotron.py and Mamba2Model write
+    ssm_d_inner = mamba_num_heads x mamba_head_dim, ssm_dt_rank = mamba_num_heads, ssm_group_count = n_groups,
+    ssm_state_size, ssm_conv_kernel)."""
+    pattern = cfg.get("hybrid_override_pattern")
+    names = cfg.get("layers_block_type")
+    if pattern is None and isinstance(names, list):
+        # the list form (Nemotron-3-Ultra; conversion/nemotron.py _SSM / _ATTN / _MLP_LAYER_TYPES)
+        kind = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "moe": "E",
+                "mlp": "-"}
+        pattern = "".join(kind.get(str(x), "?") for x in names)
+    if not isinstance(pattern, str) or len(pattern) != n_layers or not set(pattern) <= _NEMOTRON_LAYER_KINDS:
+        raise UnsupportedArchitecture(f"config for {model_id}: a Nemotron-H config needs hybrid_override_pattern, "
+                                      f"one of M * - E per layer ({n_layers} layers)")
+    if ("E" in pattern) != bool(n_experts):
+        raise UnsupportedArchitecture(f"config for {model_id}: MoE layers (E) and n_routed_experts disagree")
+    heads = _as_int(get("mamba_num_heads"), "mamba_num_heads", model_id)
+    head_dim = _as_int(get("mamba_head_dim"), "mamba_head_dim", model_id)
+    groups = _as_int(get("n_groups"), "n_groups", model_id)
+    if not heads or not head_dim or not groups or (heads * head_dim) % groups:
+        raise _bad(f"config for {model_id}: mamba_num_heads x mamba_head_dim must be a positive multiple of n_groups")
+    fields: dict[str, Any] = {
+        "layer_pattern": pattern, "linear_num_key_heads": groups,
+        "linear_key_head_dim": _as_int(get("ssm_state_size"), "ssm_state_size", model_id),
+        "linear_num_value_heads": heads, "linear_value_head_dim": head_dim,
+        "linear_conv_kernel": _as_int(get("conv_kernel", required=False, default=4), "conv_kernel", model_id),
+        "moe_latent_size": _as_int(get("moe_latent_size", required=False, default=0), "moe_latent_size", model_id),
+        # the converter keeps the MTP head (one block) of an MoE Nemotron-H unless --no-mtp
+        "nextn_layers": _as_int(get("num_nextn_predict_layers", required=False, default=0),
+                                "num_nextn_predict_layers", model_id) if n_experts else 0,
+    }
+    if fields["nextn_layers"] > 1:
+        raise UnsupportedArchitecture(f"config for {model_id}: more than one MTP block is not converted by llama.cpp")
+    if "-" in pattern:
+        dense_ff = _as_int(get("intermediate_size"), "intermediate_size", model_id)
+    return fields, dense_ff
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -398,10 +528,14 @@ class ArchKey(NamedTuple):
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
     nextn_layers: int = 0
+    layer_pattern: Optional[str] = None
+    moe_latent_size: int = 0
 
 
 def gguf_arch(spec: ModelSpec) -> str:
     """llama.cpp architecture name for a spec (GGUF ``general.architecture``)."""
+    if spec.model_type == "nemotron_h" and spec.num_experts:
+        return "nemotron_h_moe"  # conversion/nemotron.py: the MoE configs are converted as nemotron_h_moe
     if spec.model_type in GGUF_ARCH:
         return GGUF_ARCH[spec.model_type]
     if spec.source_kind == "gguf header":
@@ -432,7 +566,9 @@ def is_moe_layer(key: ArchKey, i: int) -> bool:
 _POST_NORM_ONLY = {"olmo2", "exaone4"}  # attn_post_norm + ffn_post_norm, no pre-norms (olmo2.cpp, exaone4.cpp)
 _NO_FFN_NORM = {"command-r"}  # one attn_norm per layer, parallel attention + MLP (command-r.cpp)
 _NORM_BIAS = {"stablelm"}  # LayerNorm with bias: attn_norm / ffn_norm / output_norm .bias (stablelm.cpp)
-_FULL_WIDTH_QK_NORM = {"olmo2"}  # attn_q_norm {n_embd}, attn_k_norm {n_head_kv * head_dim} (olmo2.cpp)
+# attn_q_norm {n_head * head_dim}, attn_k_norm {n_head_kv * head_dim} (olmo2.cpp, minimax-m2.cpp)
+_FULL_WIDTH_QK_NORM = {"olmo2", "minimax-m2"}
+_ROUTER_BIAS = {"minimax-m2"}  # exp_probs_b.bias {n_expert} per MoE layer (minimax-m2.cpp)
 _ALWAYS_TIED = {"command-r"}  # command-r.cpp: output = token_embd (TENSOR_DUPLICATED)
 
 
@@ -440,18 +576,21 @@ _ALWAYS_TIED = {"command-r"}  # command-r.cpp: output = token_embd (TENSOR_DUPLI
 def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
     (arch, H, L, nh, nkv, hd, ff, V, tied, qkv_bias, qk_norm, extra_norms,
      E, _top_k, ff_exp, n_shared, ff_sh, first_dense, kv_lora, q_lora, qk_rope, qk_nope, v_hd, _step,
-     full_every, lin_kh, lin_vh, lin_kd, lin_vd, conv_k, nextn) = key
+     full_every, lin_kh, lin_vh, lin_kd, lin_vd, conv_k, nextn, _pattern, _latent) = key
     fused_qkv = arch in _FUSED_QKV_GGUF
     fused_up = arch in _FUSED_GATE_UP_GGUF
     gpt_oss = arch == "gpt-oss"
     out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
     q_dim, kv_dim = nh * hd, nkv * hd
-    next_ = arch == "qwen3next"
+    next_ = arch in ("qwen3next", "qwen35", "qwen35moe")
+    nemotron = arch in ("nemotron_h", "nemotron_h_moe")
+    if arch == "lfm2":
+        return _lfm2_inventory(key)
     for i in range(L + nextn):
         b = f"blk.{i}."
         t: list[tuple] = []  # (name, shape) or (name, shape, expert_count)
-        if next_:
-            t += _qwen3next_block(key, i, b)
+        if next_ or nemotron:
+            t += _qwen3next_block(key, i, b) if next_ else _nemotron_h_block(key, i, b)
             out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
             continue
         if arch not in _POST_NORM_ONLY:
@@ -499,6 +638,8 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             t += [(b + "ffn_gate_inp.weight", (H, E)),
                   (b + "ffn_gate_exps.weight", (H, ff_exp, E), E), (b + "ffn_up_exps.weight", (H, ff_exp, E), E),
                   (b + "ffn_down_exps.weight", (ff_exp, H, E), E)]
+            if arch in _ROUTER_BIAS:
+                t += [(b + "exp_probs_b.bias", (E,))]
             if gpt_oss:
                 # router and expert biases (openai-moe.cpp): ffn_*_exps.bias {n_ff_exp or n_embd, n_expert}
                 t += [(b + "ffn_gate_inp.bias", (E,)), (b + "ffn_gate_exps.bias", (ff_exp, E), E),
@@ -524,7 +665,12 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
 
 
 def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
-    """One Qwen3-Next block as convert_hf_to_gguf.py (conversion/qwen.py Qwen3NextModel) writes it and
+    """One Qwen3-Next / Qwen3.5 block. Qwen3.5 (src/models/qwen35.cpp, qwen35moe.cpp) differs from Qwen3-Next in
+    the DeltaNet gates (ssm_beta and ssm_alpha {n_embd, n_v_heads} in place of the fused ssm_ba) and, for the dense
+    qwen35, a plain gated MLP in place of the MoE block; its MTP block is the same full-attention block plus eh_proj,
+    enorm, hnorm and shared_head_norm.
+
+    Qwen3-Next as convert_hf_to_gguf.py (conversion/qwen.py Qwen3NextModel) writes it and
     src/models/qwen3next.cpp loads it: full attention with a gated q (attn_q is 2 x n_head x head_dim wide) every
     full_attention_interval-th layer, Gated DeltaNet layers otherwise (attn_qkv + attn_gate from in_proj_qkvz,
     ssm_conv1d, ssm_dt / ssm_a per value head, ssm_ba from in_proj_ba, ssm_norm, ssm_out), an MoE block
@@ -543,10 +689,18 @@ def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
             key.linear_value_head_dim * key.linear_num_value_heads
         t += [(b + "attn_qkv.weight", (H, 2 * key_dim + value_dim)), (b + "attn_gate.weight", (H, value_dim)),
               (b + "ssm_conv1d.weight", (key.linear_conv_kernel, 2 * key_dim + value_dim)),
-              (b + "ssm_dt.bias", (key.linear_num_value_heads,)), (b + "ssm_a", (key.linear_num_value_heads,)),
-              (b + "ssm_ba.weight", (H, 2 * key.linear_num_value_heads)),
-              (b + "ssm_norm.weight", (key.linear_value_head_dim,)), (b + "ssm_out.weight", (value_dim, H))]
-    t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "ffn_gate_exps.weight", (H, ff_exp, E), E),
+              (b + "ssm_dt.bias", (key.linear_num_value_heads,)), (b + "ssm_a", (key.linear_num_value_heads,))]
+        if key.gguf_arch == "qwen3next":
+            t += [(b + "ssm_ba.weight", (H, 2 * key.linear_num_value_heads))]
+        else:
+            t += [(b + "ssm_beta.weight", (H, key.linear_num_value_heads)),
+                  (b + "ssm_alpha.weight", (H, key.linear_num_value_heads))]
+        t += [(b + "ssm_norm.weight", (key.linear_value_head_dim,)), (b + "ssm_out.weight", (value_dim, H))]
+    if not E:  # qwen35: dense gated MLP
+        t += [(b + "ffn_gate.weight", (H, key.intermediate_size)), (b + "ffn_up.weight", (H, key.intermediate_size)),
+              (b + "ffn_down.weight", (key.intermediate_size, H))]
+    else:
+        t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "ffn_gate_exps.weight", (H, ff_exp, E), E),
           (b + "ffn_up_exps.weight", (H, ff_exp, E), E), (b + "ffn_down_exps.weight", (ff_exp, H, E), E),
           (b + "ffn_gate_inp_shexp.weight", (H,)), (b + "ffn_gate_shexp.weight", (H, ff_sh)),
           (b + "ffn_up_shexp.weight", (H, ff_sh)), (b + "ffn_down_shexp.weight", (ff_sh, H))]
@@ -554,6 +708,79 @@ def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
         t += [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
               (b + "nextn.hnorm.weight", (H,)), (b + "nextn.shared_head_norm.weight", (H,))]
     return t
+
+
+def _nemotron_h_block(key: ArchKey, i: int, b: str) -> list[tuple]:
+    """One Nemotron-H block as src/models/nemotron-h.cpp loads it (conversion/nemotron.py NemotronHModel writes it):
+    every block is one attn_norm and ONE mixer by the layer pattern --
+    M: Mamba-2 (ssm_in {n_embd, 2 d_inner + 2 n_group d_state + n_head}, ssm_conv1d {d_conv, d_inner + 2 n_group
+       d_state} and its bias, ssm_dt.bias / ssm_a / ssm_d per head, ssm_norm {d_inner / n_group, n_group}, ssm_out);
+    *: attention (attn_q / k / v / output, no bias, no q/k norm);
+    -: a relu^2 MLP without gate (ffn_up, ffn_down);
+    E: MoE: router ffn_gate_inp + its bias ffn_exp_probs_b, ungated routed experts (ffn_up_exps / ffn_down_exps; with
+       a latent size, ffn_latent_down / ffn_latent_up around them and the experts moe_latent_size wide), an ungated
+       shared expert (ffn_up_shexp / ffn_down_shexp).
+    Blocks after the trunk are the MTP head (Nemotron-3-Super): eh_proj, enorm, hnorm, shared_head_norm, an attention
+    sub-layer and an MoE sub-layer with attn_post_norm between them."""
+    H, nh, nkv, hd, E = key.hidden_size, key.num_attention_heads, key.num_kv_heads, key.head_dim, key.num_experts
+    d_state, n_group = key.linear_key_head_dim, key.linear_num_key_heads
+    n_head, d_inner = key.linear_num_value_heads, key.linear_num_value_heads * key.linear_value_head_dim
+    mtp = i >= key.num_layers
+    kind = "*E" if mtp else key.layer_pattern[i]
+    t: list[tuple] = []
+    if mtp:
+        t += [(b + "nextn.enorm.weight", (H,)), (b + "nextn.hnorm.weight", (H,)),
+              (b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.shared_head_norm.weight", (H,))]
+    t += [(b + "attn_norm.weight", (H,))]
+    if "M" in kind:
+        conv = d_inner + 2 * n_group * d_state
+        t += [(b + "ssm_in.weight", (H, 2 * d_inner + 2 * n_group * d_state + n_head)),
+              (b + "ssm_conv1d.weight", (key.linear_conv_kernel, conv)), (b + "ssm_conv1d.bias", (conv,)),
+              (b + "ssm_dt.bias", (n_head,)), (b + "ssm_a", (1, n_head)), (b + "ssm_d", (1, n_head)),
+              (b + "ssm_norm.weight", (d_inner // n_group, n_group)), (b + "ssm_out.weight", (d_inner, H))]
+    if "*" in kind:
+        t += [(b + "attn_q.weight", (H, nh * hd)), (b + "attn_k.weight", (H, nkv * hd)),
+              (b + "attn_v.weight", (H, nkv * hd)), (b + "attn_output.weight", (nh * hd, H))]
+    if "-" in kind:
+        ff = key.intermediate_size
+        t += [(b + "ffn_up.weight", (H, ff)), (b + "ffn_down.weight", (ff, H))]
+    if "E" in kind:
+        if mtp:
+            t += [(b + "post_attention_norm.weight", (H,))]
+        lat = key.moe_latent_size or H
+        ff_exp, ff_sh = key.moe_intermediate_size, key.shared_expert_intermediate_size
+        t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "exp_probs_b.bias", (E,))]
+        if key.moe_latent_size:
+            t += [(b + "ffn_latent_down.weight", (H, lat)), (b + "ffn_latent_up.weight", (lat, H))]
+        t += [(b + "ffn_down_exps.weight", (ff_exp, lat, E), E), (b + "ffn_up_exps.weight", (lat, ff_exp, E), E),
+              (b + "ffn_down_shexp.weight", (ff_sh, H)), (b + "ffn_up_shexp.weight", (H, ff_sh))]
+    return t
+
+
+def _lfm2_inventory(key: ArchKey) -> tuple[RawTensor, ...]:
+    """LFM2 as src/models/lfm2.cpp loads it: per layer attn_norm (the operator norm), ffn_norm and a gated MLP; a
+    conv layer has shortconv.conv {L_cache, n_embd}, shortconv.in_proj {n_embd, 3 n_embd} and shortconv.out_proj; an
+    attention layer q / k / v / output with per-head q / k norms. The final norm is named token_embd_norm (llama.cpp's
+    LLM_TENSOR_OUTPUT_NORM_LFM2); the output projection is the tied embedding unless the checkpoint has its own."""
+    H, nh, nkv, hd, ff, V = (key.hidden_size, key.num_attention_heads, key.num_kv_heads, key.head_dim,
+                             key.intermediate_size, key.vocab_size)
+    out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
+    for i, kind in enumerate(key.layer_pattern or ""):
+        b = f"blk.{i}."
+        t = [(b + "attn_norm.weight", (H,)), (b + "ffn_norm.weight", (H,)), (b + "ffn_gate.weight", (H, ff)),
+             (b + "ffn_up.weight", (H, ff)), (b + "ffn_down.weight", (ff, H))]
+        if kind == "*":
+            t += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,)),
+                  (b + "attn_q.weight", (H, nh * hd)), (b + "attn_k.weight", (H, nkv * hd)),
+                  (b + "attn_v.weight", (H, nkv * hd)), (b + "attn_output.weight", (nh * hd, H))]
+        else:
+            t += [(b + "shortconv.conv.weight", (key.linear_conv_kernel, H)),
+                  (b + "shortconv.in_proj.weight", (H, 3 * H)), (b + "shortconv.out_proj.weight", (H, H))]
+        out += [(n, sh, i, 1) for n, sh in t]
+    out.append(("token_embd_norm.weight", (H,), -1, 1))
+    if not key.tie_word_embeddings:
+        out.append(("output.weight", (H, V), -1, 1))
+    return tuple(out)
 
 
 def tensor_inventory(spec: ModelSpec) -> list[TensorInfo]:
@@ -689,6 +916,47 @@ def _read_gguf(path: str | os.PathLike) -> tuple[GgufFileInfo, Any]:
                         tensor_count=len(tensors), tensors=tensors), header
 
 
+def _hybrid_fields_from_gguf(arch: str, kv: Any, block_count: int, n_experts: int, fname: str) -> dict[str, Any]:
+    """ModelSpec fields of a hybrid GGUF's recurrent layers, from the keys its converter writes: the ssm.* sizes
+    (Qwen3-Next / Qwen3.5: conversion/qwen.py; Nemotron-H: conversion/mamba.py + nemotron.py), the MTP block count,
+    and the layer kinds -- Qwen3-Next / Qwen3.5 by full_attention_interval (llama.cpp's default 4), Nemotron-H from the
+    per-layer head_count_kv / feed_forward_length arrays (attention where kv heads > 0, MLP / MoE where ff > 0, Mamba-2
+    where both are 0: src/models/nemotron-h.cpp load_arch_hparams). {} for other architectures."""
+    if arch == "lfm2":  # conversion/lfm2.py: head_count_kv 0 on the conv layers, shortconv.l_cache
+        kv_heads, l_cache = kv("attention.head_count_kv"), kv("shortconv.l_cache")
+        if not isinstance(kv_heads, list) or len(kv_heads) != block_count or not isinstance(l_cache, int):
+            raise UserError(f"{fname}: an LFM2 GGUF needs per-layer head_count_kv and shortconv.l_cache",
+                            hint=_GGUF_HINT)
+        return {"layer_pattern": "".join("*" if h else "C" for h in kv_heads), "linear_conv_kernel": l_cache}
+    if arch not in ("qwen3next", "qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe"):
+        return {}
+
+    def num(key: str, default: Optional[int] = None) -> int:
+        v = kv(key, default)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise UserError(f"{fname}: GGUF header lacks {arch}.{key}", hint=_GGUF_HINT)
+        return v
+
+    heads, inner = num("ssm.time_step_rank"), num("ssm.inner_size")
+    nextn = num("nextn_predict_layers", 0)
+    out: dict[str, Any] = {
+        "linear_conv_kernel": num("ssm.conv_kernel"), "linear_key_head_dim": num("ssm.state_size"),
+        "linear_num_key_heads": num("ssm.group_count"), "linear_num_value_heads": heads,
+        "linear_value_head_dim": inner // heads if heads else 0, "nextn_layers": nextn}
+    trunk = block_count - nextn
+    if arch.startswith("qwen3"):
+        out["full_attention_interval"] = num("full_attention_interval", 4) or 4
+        return out
+    kv_heads, ffs = kv("attention.head_count_kv"), kv("feed_forward_length")
+    if not isinstance(kv_heads, list) or not isinstance(ffs, list) or len(kv_heads) < trunk or len(ffs) < trunk:
+        raise UserError(f"{fname}: a Nemotron-H GGUF needs per-layer head_count_kv and feed_forward_length arrays",
+                        hint=_GGUF_HINT)
+    out["layer_pattern"] = "".join("*" if kv_heads[i] else ("E" if n_experts else "-") if ffs[i] else "M"
+                                   for i in range(trunk))
+    out["moe_latent_size"] = num("moe_latent_size", 0)
+    return out
+
+
 @guard_parse("the GGUF header")
 def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
     """Read a .gguf header and return (ModelSpec, GgufFileInfo). Raises UserError on a bad / truncated file."""
@@ -775,6 +1043,11 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
         if ctx and window >= ctx:
             window, n_swa = None, 0
 
+    hybrid = _hybrid_fields_from_gguf(arch, kv, L, E, p.name)
+    if hybrid:
+        L = L - hybrid.get("nextn_layers", 0)  # block_count counts the MTP blocks the converter appends
+        if arch.startswith("nemotron_h") and E:
+            ff = ff if "-" in hybrid["layer_pattern"] else 0
     blk0 = {n[len("blk.0."):] for n in shapes if n.startswith("blk.0.")}
     attention_bias = "attn_q.bias" in blk0 or "attn_qkv.bias" in blk0
     qk_norm = "attn_q_norm.weight" in blk0
@@ -791,7 +1064,7 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
         num_experts=E, num_experts_per_tok=top_k, moe_intermediate_size=ff_exp if E else 0,
         num_shared_experts=n_shared, shared_expert_intermediate_size=ff_sh, first_k_dense_layers=first_dense,
         kv_lora_rank=kv_lora, q_lora_rank=q_lora, qk_rope_head_dim=qk_rope, qk_nope_head_dim=qk_nope,
-        v_head_dim=v_hd, source=str(p.resolve()), source_kind="gguf header",
+        v_head_dim=v_hd, **hybrid, source=str(p.resolve()), source_kind="gguf header",
         notes=f"GGUF file type {info.file_type_name or info.file_type}; general.name {info.name!r}",
     )
     # parameters straight from the header's tensor shapes (exact for this file)

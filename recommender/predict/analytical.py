@@ -57,6 +57,11 @@ class Estimate(RunShape):
     host_bytes_per_step: int = 0  # bytes read from host RAM per decode step (partial offload: host layers + their KV)
     prefill_flops: float  # FLOPs of the prefill of prompt_tokens x batch
     prefill_attention_flops: float = 0.0  # the attention (QK^T, AV) part of prefill_flops
+    # ms of tpot_ms that the analytical model gives to llama.cpp's kernel regimes (the calibration's features keep
+    # them): a quantized KV cache's attention (quantized_kv_decode_ms, GPU share) and a batched step's columns
+    # (llama_cpp_batch_columns_ms); 0 where the regime does not apply
+    decode_kv_quant_ms: float = 0.0
+    decode_columns_ms: float = 0.0
     weights_bytes_provenance: Provenance = "estimated"  # the variant's: measured for a file that was read
     hardware_bandwidth_bytes_per_s: float = 0.0  # the profile's (0: not sourced)
     basis: dict[str, str]
@@ -145,6 +150,26 @@ def output_bytes(spec: ModelSpec, quant: str) -> int:
     return hit
 
 
+_MTP_CACHE: dict[tuple, tuple[int, int]] = {}
+
+
+def mtp_bytes(spec: ModelSpec, quant: str) -> tuple[int, int]:
+    """Bytes of the multi-token-prediction blocks a GGUF carries after the trunk (blk.{num_layers}...; Qwen3-Next /
+    Qwen3.5 / Nemotron-3-Super): part of the file, but llama.cpp does not load them unless asked for MTP drafting
+    (src/models/qwen35.cpp, qwen3next.cpp, nemotron-h.cpp: mtp_flags = TENSOR_SKIP without load_mtp, which
+    llama_model_default_params leaves false), so they take no memory and are not read per token. Returns (total,
+    routed-expert) bytes of those blocks."""
+    if not spec.nextn_layers:
+        return 0, 0
+    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
+    hit = _MTP_CACHE.get(key)
+    if hit is None:
+        trunk = tuple(f"blk.{i}." for i in range(spec.num_layers, spec.num_layers + spec.nextn_layers))
+        rows = [(name, n) for name, _t, n in weights_breakdown(spec, quant) if name.startswith(trunk)]
+        hit = _MTP_CACHE[key] = (sum(n for _name, n in rows), sum(n for name, n in rows if "_exps." in name))
+    return hit
+
+
 # ------------------------------------------------------------------------------------------------------------
 # KV cache
 # ------------------------------------------------------------------------------------------------------------
@@ -193,8 +218,9 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
 
 
 def attention_layers(spec: ModelSpec) -> int:
-    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next)."""
-    return spec.num_layers - spec.num_linear_attn_layers
+    """Layers that keep a KV cache: all of them, less the linear-attention layers of a hybrid (Qwen3-Next / Qwen3.5
+    Gated DeltaNet) and the Mamba-2 and MLP-only layers of a Nemotron-H pattern (ModelSpec.num_attention_layers)."""
+    return spec.num_attention_layers
 
 
 # llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
@@ -207,11 +233,17 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     llama.cpp src/llama-hparams.cpp: conv state n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state) and
     delta-rule state n_embd_s = d_state x d_inner per layer and sequence, with (Qwen3-Next, conversion/qwen.py)
     d_state = linear_key_head_dim, n_group = linear_num_key_heads, d_inner = linear_value_head_dim x
-    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32.
+    linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32. Mamba-2 layers (Nemotron-H, src/models/
+    nemotron-h.cpp) hold the same two states with d_state = ssm_state_size, n_group = n_groups, d_inner =
+    mamba_num_heads x mamba_head_dim (the spec's linear_* fields), checked against llama.cpp's RS buffer in
+    tests/test_synthetic.py.
     """
     n = spec.num_linear_attn_layers
     if not n:
         return 0
+    if spec.layer_pattern and "C" in spec.layer_pattern:
+        # LFM2 short convolutions (src/llama-hparams.cpp n_embd_r: n_embd x (L_cache - 1); no n_embd_s state)
+        return n * max(spec.linear_conv_kernel - 1, 0) * spec.hidden_size * RECURRENT_STATE_BYTES * batch
     d_inner = spec.linear_value_head_dim * spec.linear_num_value_heads
     d_state, n_group = spec.linear_key_head_dim, spec.linear_num_key_heads
     conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)
@@ -579,7 +611,11 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
         # a tied output projection is loaded on the GPU as well.
         host = embd_b
-    gpu_weights = wbytes - host + (embd_b if host and spec.tie_word_embeddings else 0)
+    resident = wbytes
+    if engine == "llama.cpp" and spec.nextn_layers:
+        mtp_total, mtp_experts = mtp_bytes(spec, quant)  # MTP blocks: in the file, not loaded
+        resident, expert_b = wbytes - mtp_total, max(expert_b - mtp_experts, 0)
+    gpu_weights = resident - host + (embd_b if host and spec.tie_word_embeddings else 0)
     kv_pt = kv_bytes_per_token(spec, engine, kv_dtype)
     kv_total = kv_cache_bytes(spec, context_tokens, batch, engine, kv_dtype)
     gpu_frac = 1.0  # share of the repeating layers (and of their KV cache) on the GPU
@@ -592,7 +628,7 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
         out_b = output_bytes(spec, quant)
         if spec.tie_word_embeddings:
             out_b += embd_b  # a tied output projection is loaded where the output layer is (see `host` above)
-        blocks = max(wbytes - embd_b - output_bytes(spec, quant), 0)
+        blocks = max(resident - embd_b - output_bytes(spec, quant), 0)
         gpu_blocks = max(gpu_layers - 1, 0)
         gpu_frac = gpu_blocks / n_layers
         out_gpu = out_b if gpu_layers >= 1 else 0
@@ -711,6 +747,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                                     f"HOST_TO_GPU_COPY_BYTES_PER_S = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = None
+    kvq_gpu_ms = cols_gpu_ms = 0.0
     intervals: dict[str, tuple[float, float]] = {}
     kernel = (C.QUANT_KERNEL_SPEEDS.get(quant) if kernel_factors and engine == "llama.cpp" and family == "gguf"
               and hw.name in C.QUANT_KERNEL_HARDWARE else None)
@@ -729,6 +766,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         kvq_ms, why = quantized_kv_decode_ms(spec, engine, kv_dtype, hw, int(mean_ctx), batch)
         if why:
             mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3
+            kvq_gpu_ms = kvq_ms * gpu_frac
             basis["kv_decode"] = why
         comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
         moe_dec_ms, moe_pre_f, moe_why = moe_llama_cpp_terms(spec, engine)
@@ -738,6 +776,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                                                        if peak else None)
         if cols_why:  # llama.cpp batched decode on CUDA: weights once + every sequence's KV + its columns
             basis["batch_decode"] = cols_why
+            cols_gpu_ms = cols_ms * gpu_frac
             tpot = mem_ms + cols_ms * gpu_frac + ovh_dec + host_dec_ms + moe_dec_ms
         else:
             tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
@@ -765,5 +804,6 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, decode_bytes_per_step=step_bytes,
         decode_kv_bytes_per_step=int(kv_read * gpu_frac), host_bytes_per_step=host_step, prefill_flops=pre_flops,
-        prefill_attention_flops=pre_attn, weights_bytes_provenance=weights_provenance,
+        prefill_attention_flops=pre_attn, decode_kv_quant_ms=kvq_gpu_ms, decode_columns_ms=cols_gpu_ms,
+        weights_bytes_provenance=weights_provenance,
         hardware_bandwidth_bytes_per_s=bw or 0.0, basis=basis, notes=notes, intervals=intervals)

@@ -13,7 +13,7 @@ from pydantic import Field
 from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes
 
-CALIBRATION_VERSION = "cal-v1"
+CALIBRATION_VERSION = "cal-v2"  # v2: TPOT features carry the quantized-KV and batched-column regimes
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
 NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
@@ -82,10 +82,20 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
     b = est.batch
     if metric == "tpot_ms":
         weights = est.decode_bytes_per_step - est.decode_kv_bytes_per_step
-        return {f"weights/bw:{cls}": weights / bw * 1e3, "kv/bw": est.decode_kv_bytes_per_step / bw * 1e3,
-                "layers": float(spec.num_layers), "layers*(batch-1)": float(spec.num_layers * (b - 1)),
-                "(batch-1)*2N/peak": (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3,
-                "1 ms": 1.0}
+        x = {f"weights/bw:{cls}": weights / bw * 1e3, "layers": float(spec.num_layers), "1 ms": 1.0,
+             "layers*(batch-1)": float(spec.num_layers * (b - 1)),
+             "(batch-1)*2N/peak": (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3}
+        # the kernel regimes the analytical path knows (llama.cpp on CUDA), kept as features so that calibration
+        # does not undo them: a quantized KV cache decodes at its attention kernels' speed (per query head, not per
+        # byte: analytical.quantized_kv_decode_ms) in place of its bytes' read time; a batched step adds its columns'
+        # mul_mat_vec_q / MMQ time (analytical.llama_cpp_batch_columns_ms)
+        if est.decode_kv_quant_ms:
+            x["kv quant ms"] = est.decode_kv_quant_ms
+        else:
+            x["kv/bw"] = est.decode_kv_bytes_per_step / bw * 1e3
+        if est.decode_columns_ms:
+            x["columns ms"] = est.decode_columns_ms
+        return x
     if metric == "ttft_ms":
         tokens = est.prompt_tokens * b
         chunks = math.ceil(tokens / LLAMA_CPP_N_UBATCH) if est.engine == "llama.cpp" else 1

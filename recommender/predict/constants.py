@@ -21,8 +21,10 @@ MIB = 1024**2
 # overhead fitted on aiconfigurator's measured GEMMs; every GGUF type sized by llama.cpp's rules, MLA in the split
 # attn_k_b / attn_v_b layout, gpt-oss experts kept in MXFP4 (the catalog merge, issue 16); llama.cpp kernel speed per
 # GGUF type on the H200 (QUANT_KERNEL_SPEEDS); v4: MoE partial offload reads only the touched experts on the GPU and
-# on the host (v3 subtracted every expert from the GPU's bytes: negative decode bytes with most blocks on the host)
-ESTIMATE_FORMULA_VERSION = "estimate-v4"
+# on the host (v3 subtracted every expert from the GPU's bytes: negative decode bytes with most blocks on the host);
+# v5 (issue 22, branch arch): llama.cpp leaves a checkpoint's MTP blocks unloaded (Qwen3-Next's resident weights and
+# decode reads drop by that block), Qwen3.5 / Nemotron-H hybrids sized (KV on attention layers, recurrent states)
+ESTIMATE_FORMULA_VERSION = "estimate-v5"
 
 
 @dataclass(frozen=True)

@@ -239,9 +239,31 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
     w.add_context_length(spec.max_position_embeddings or DEFAULT_CONTEXT)
     w.add_embedding_length(spec.hidden_size)
     w.add_block_count(spec.num_layers + spec.nextn_layers)  # the converter counts appended MTP blocks in
-    w.add_feed_forward_length(spec.intermediate_size or spec.moe_intermediate_size)
+    nemotron = arch in ("nemotron_h", "nemotron_h_moe")
+    if nemotron:
+        # conversion/nemotron.py: per-layer arrays -- head_count_kv only on attention layers, feed_forward_length only on
+        # MLP / MoE layers (llama.cpp marks a layer recurrent when both are 0); the MTP block has both
+        pattern = spec.layer_pattern or ""
+        kinds = list(pattern) + ["*E"] * spec.nextn_layers
+        ff = spec.moe_intermediate_size if spec.num_experts else spec.intermediate_size
+        w.add_feed_forward_length([ff if ("E" in k or "-" in k) else 0 for k in kinds])
+    else:
+        w.add_feed_forward_length(spec.intermediate_size or spec.moe_intermediate_size)
     w.add_head_count(spec.num_attention_heads)
-    if spec.is_mla:
+    if arch == "lfm2":
+        # conversion/lfm2.py: no KV heads on the short-convolution layers, their cache length
+        w.add_head_count_kv([spec.num_kv_heads if k == "*" else 0 for k in spec.layer_pattern or ""])
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+        w.add_rope_dimension_count(hd)
+        w.add_shortconv_l_cache(spec.linear_conv_kernel)
+    elif nemotron:
+        w.add_head_count_kv([spec.num_kv_heads if "*" in k else 0 for k in kinds])
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+        w.add_rope_dimension_count(hd)
+        w.add_layer_norm_eps(1e-5)
+    elif spec.is_mla:
         # the split MLA layout recommender.arch lists (attn_k_b / attn_v_b), with the keys convert_hf_to_gguf.py
         # writes for it (DeepseekV2Model.set_gguf_parameters): MQA over the latent -- one KV head whose key is
         # kv_lora_rank + rope wide and whose value is kv_lora_rank wide -- and the per-head sizes in *_mla. llama.cpp
@@ -258,7 +280,8 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_head_count_kv(spec.num_kv_heads)
         w.add_key_length(hd)
         w.add_value_length(hd)
-        w.add_rope_dimension_count(hd // 4 if arch == "qwen3next" else hd)  # Qwen3-Next partial_rotary_factor 0.25
+        # Qwen3-Next / Qwen3.5 partial_rotary_factor 0.25
+        w.add_rope_dimension_count(hd // 4 if arch in ("qwen3next", "qwen35", "qwen35moe") else hd)
     w.add_layer_norm_rms_eps(_RMS_EPS.get(arch, 1e-6))
     w.add_rope_freq_base(_ROPE_FREQ_BASE.get(arch, 10_000.0))
     if spec.num_experts:
@@ -269,12 +292,28 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
             w.add_expert_shared_count(spec.num_shared_experts)
             if spec.shared_expert_intermediate_size:
                 w.add_expert_shared_feed_forward_length(spec.shared_expert_intermediate_size)
+        if arch == "minimax-m2":
+            w.add_uint32(f"{arch}.expert_gating_func", 2)  # sigmoid (config scoring_func; llama.cpp aborts without)
+        if nemotron:
+            w.add_expert_weights_norm(True)  # NemotronHConfig norm_topk_prob, routed_scaling_factor
+            w.add_expert_weights_scale(2.5)
+            if spec.moe_latent_size:
+                w.add_uint32(f"{arch}.moe_latent_size", spec.moe_latent_size)
         if arch == "deepseek2":
             if not spec.num_shared_experts:
                 w.add_expert_shared_count(0)  # required by llama.cpp's deepseek2 loader
             w.add_expert_weights_scale(1.0)
             w.add_leading_dense_block_count(spec.first_k_dense_layers)
-    if arch == "qwen3next":
+    if nemotron:
+        # conversion/mamba.py Mamba2Model / granite.py GraniteHybridModel.set_gguf_parameters
+        w.add_ssm_conv_kernel(spec.linear_conv_kernel)
+        w.add_ssm_state_size(spec.linear_key_head_dim)
+        w.add_ssm_group_count(spec.linear_num_key_heads)
+        w.add_ssm_time_step_rank(spec.linear_num_value_heads)
+        w.add_ssm_inner_size(spec.linear_value_head_dim * spec.linear_num_value_heads)
+        if spec.nextn_layers:
+            w.add_nextn_predict_layers(spec.nextn_layers)
+    if arch in ("qwen3next", "qwen35", "qwen35moe"):
         # conversion/qwen.py Qwen3NextModel.set_gguf_parameters
         w.add_ssm_conv_kernel(spec.linear_conv_kernel)
         w.add_ssm_state_size(spec.linear_key_head_dim)
@@ -284,6 +323,9 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_full_attention_interval(spec.full_attention_interval)
         if spec.nextn_layers:
             w.add_nextn_predict_layers(spec.nextn_layers)
+        if arch != "qwen3next":
+            # required by the qwen35 / qwen35moe loaders (conversion/qwen.py _Qwen35MRopeMixin default [11, 11, 10, 0])
+            w.add_rope_dimension_sections([11, 11, 10, 0])
     if arch == "gemma2":
         w.add_sliding_window(spec.sliding_window or 4096)
         if spec.num_swa_layers and spec.num_swa_layers != (spec.num_layers + 1) // 2:

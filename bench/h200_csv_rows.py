@@ -1,0 +1,99 @@
+"""The H200 llama-bench / llama-batched-bench tables as Measurement rows the calibration fits (a generator).
+
+sources/measurements/h200-long-context-kv.csv (decode at context depth 0-64K with f16 / q8_0 / q4_0 KV caches) and
+h200-batched-decode.csv (1-16 parallel sequences) were measured with llama.cpp's own tools on the lent H200
+(sources/measurements/README.md says how). Each figure is copied, only changed in unit:
+
+* a KV row's tg128 at depth d -> one decode row: prompt_tokens = d (the context llama-bench fills before it times
+  128 generated tokens), output_tokens = 128, tpot_ms = 1000 / tg128 tok/s. No TTFT (pp512 at a depth is not a
+  prompt of d tokens) and no peak memory (the sweep's peak covers all its depths).
+* a batched row -> one row at batch = parallel sequences: prompt 512 + 128 generated each, tpot_ms = 1000 / the
+  per-sequence tok/s, ttft_ms = the prompt phase of all sequences (pp_seconds; is_pp_shared 0). Context per sequence:
+  n_kv_max / sequences (llama-batched-bench's -c is the unified cache of all of them).
+
+llama-bench decodes 1-7 % faster than the project's llama-cpp-python probe on the same files
+(h200-llamabench-vs-probe.csv): these rows carry that tool offset, stated in each row's raw.tool.
+
+    python bench/h200_csv_rows.py            # writes sources/measurements/h200-llamabench-rows.jsonl
+    python bench/h200_csv_rows.py --check    # exit 1 when that file is not what the tables give
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MEAS = ROOT / "sources" / "measurements"
+OUT = MEAS / "h200-llamabench-rows.jsonl"
+H200 = {"hardware_fingerprint": "b812d1ecfa6d", "hardware_name": "NVIDIA H200"}  # the shipped H200 rows' host
+ENGINE_VERSION = "0.3.36"  # llama.cpp vendored in llama-cpp-python 0.3.36 (the tables' tool column)
+
+
+def _id(*parts) -> str:
+    return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def _row(**kw) -> dict:
+    base = {"id": "", **H200, "engine": "llama.cpp", "engine_version": ENGINE_VERSION, "model_id": "", "quant": "",
+            "batch": 1, "context_tokens": 0, "prompt_tokens": 0, "output_tokens": 0, "kv_dtype": "f16",
+            "gpu_layers": -1, "ttft_ms": None, "tpot_ms": None, "itl_ms_p50": None, "decode_tokens_per_s": None,
+            "prefill_tokens_per_s": None, "throughput_tokens_per_s": None, "peak_vram_bytes": None,
+            "peak_rss_bytes": None, "raw": {}, "status": "ok", "failure_reason": None, "synthetic": True,
+            "provenance": "measured", "measured_at": ""}
+    base.update(kw)
+    return base
+
+
+def rows() -> list[dict]:
+    out = []
+    with open(MEAS / "h200-long-context-kv.csv", newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            tg = float(r["tg128_tokens_per_s"])
+            depth = int(r["depth_tokens"])
+            out.append(_row(
+                id=_id("kv", r["model_id"], r["quant"], r["kv_type"], depth), model_id=r["model_id"],
+                quant=r["quant"], kv_dtype=r["kv_type"], context_tokens=int(r["n_ctx_tokens_tg_test"]),
+                prompt_tokens=depth, output_tokens=128, tpot_ms=1000.0 / tg, decode_tokens_per_s=tg,
+                measured_at=r["measured_at"],
+                raw={"tool": r["tool"], "table": "sources/measurements/h200-long-context-kv.csv", "test": "tg128",
+                     "depth_tokens": depth, "samples_tokens_per_s": r["tg128_samples_tokens_per_s"],
+                     "flash_attn": int(r["flash_attn"]), "n_threads": int(r["n_threads"]), "source": r["source"]}))
+    with open(MEAS / "h200-batched-decode.csv", newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            n = int(r["parallel_sequences"])
+            per_seq = float(r["tg_tokens_per_s_per_sequence"])
+            out.append(_row(
+                id=_id("batched", r["model_id"], r["quant"], n), model_id=r["model_id"], quant=r["quant"], batch=n,
+                context_tokens=int(r["n_kv_max_tokens"]) // n, prompt_tokens=int(r["prompt_tokens_each"]),
+                output_tokens=int(r["gen_tokens_each"]), ttft_ms=float(r["pp_seconds"]) * 1000.0,
+                tpot_ms=1000.0 / per_seq, decode_tokens_per_s=per_seq,
+                prefill_tokens_per_s=float(r["pp_tokens_per_s"]),
+                throughput_tokens_per_s=float(r["tg_tokens_per_s_all_sequences"]),
+                measured_at="2026-12-01T09:40:00Z",  # the table has no time column; README: taken 09:12-09:40 UTC
+                raw={"tool": r["tool"], "table": "sources/measurements/h200-batched-decode.csv",
+                     "flash_attn": int(r["flash_attn"]), "n_threads": int(r["n_threads"]), "source": r["source"]}))
+    return out
+
+
+def render() -> str:
+    return "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows())
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if not OUT.exists() or OUT.read_text(encoding="utf-8") != text:
+            print(f"{OUT.relative_to(ROOT)} is stale: run python bench/h200_csv_rows.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)} ({text.count(chr(10))} rows)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
