@@ -10,7 +10,16 @@ Kinds (each a fixed, seeded number of trials times --scale):
 - concurrent writers: rounds of 8 `catalog add` processes and a `recommend` reader on one overlay;
 - kill -9: `catalog refresh` killed at a random moment; the overlay must read as the old or the new state;
 - corrupted catalogs: copies of the shipped catalog truncated, bit-flipped or zeroed, then `recommend`;
-- probes on an existing overlay: failing `probe perf` runs with the read cache off; each must store its row.
+- probes on an existing overlay: failing `probe perf` runs with the read cache off; each must store its row;
+- probe serve (issue 28): the tree's run_serve_probe in process against every scripted misbehaviour of
+  tests/fake_openai.py (no streaming, wrong JSON types, impossible counts, endless / dripping streams, huge lines),
+  4 s limit; real `probe serve` processes (a password in the URL, --timeout inf, markup in the URL), then `estimate`
+  and `recommend` on what was stored;
+- concurrent probes: 4 `probe serve --concurrency 1,1,1,2,2` at once on one overlay (20 rows a round);
+- hub: the tree's hub.fetch in process against a fake Hub's misbehaviours (tests/test_reliability_hub.py), and a
+  password in HF_ENDPOINT through `catalog add / list / show / refresh --hub`;
+- report paths: `--report` to a FIFO, a link to one, a link to /dev/null;
+- storage: `catalog add` into a damaged overlay, NUL in --catalog, a 4,301-digit integer in config.json.
 
 A traceback is an exit code other than 0/1/2 or a Python traceback on stderr (an in-process exception other than
 UserError); a hang is a run past its time limit (killed); a row lost is a write that exited 0 (or a probe that
@@ -50,14 +59,16 @@ class Tally:
         self.examples: dict[str, list[str]] = {}
 
     def add(self, kind: str, tried: int = 0, tracebacks: int = 0, hangs: int = 0, lost: int = 0,
-            example: str = "", failed: int = 0) -> None:
+            example: str = "", failed: int = 0, poisoned: int = 0, secrets: int = 0) -> None:
         r = self.rows.setdefault(kind, {"inputs_tried": 0, "tracebacks": 0, "hangs": 0, "rows_lost": 0,
-                                        "failed": 0})
+                                        "failed": 0, "poisoned": 0, "secrets_written": 0})
         r["inputs_tried"] += tried
         r["tracebacks"] += tracebacks
         r["hangs"] += hangs
         r["rows_lost"] += lost
         r["failed"] += failed
+        r["poisoned"] += poisoned
+        r["secrets_written"] += secrets
         if example and len(self.examples.setdefault(kind, [])) < 3:
             self.examples[kind].append(example[:300])
 
@@ -417,13 +428,243 @@ def probes(t: Tally, trials: int, tree: Path, tmp: Path) -> None:
     t.rows["probe rows (existing overlay)"]["rows_lost"] += max(0, trials - stored)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# issue 28: probe serve, the Hub, report paths, storage, secrets, concurrent probes
+# ---------------------------------------------------------------------------------------------------------------
+SECRET = "s3cretpw"  # planted in URLs and HF_ENDPOINT; must never be written
+MID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+SERVE_ARGS = ["--prompt-tokens", "16", "--output-tokens", "8", "--repeats", "1", "--model-id", MID]
+GOOD_MODES = ("ok", "timings_str", "escapes")
+
+
+def _fakes():
+    sys.path.insert(0, str(HERE / "tests"))
+    import fake_openai  # noqa: PLC0415
+
+    return fake_openai
+
+
+def _impossible(m) -> bool:
+    """A row no engine could have measured, judged here (not by the tree's own checks)."""
+    tpot = getattr(m, "tpot_ms", None)
+    return m.status == "ok" and (tpot is None or tpot < 0.01 or not 0 <= m.output_tokens <= 2 ** 30
+                                 or not 0 <= m.prompt_tokens <= 2 ** 30)
+
+
+def _in_thread(fn, limit: float):
+    """(finished, result, exception) of fn() run in a daemon thread for at most ``limit`` seconds."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["r"] = fn()
+        except BaseException as e:  # noqa: BLE001 - counted by the caller
+            box["e"] = e
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(limit)
+    return not th.is_alive(), box.get("r"), box.get("e")
+
+
+def serve_modes(t: Tally, repeats: int, tree: Path, tmp: Path) -> None:
+    """run_serve_probe of the tree, in process, against every scripted misbehaviour (limit 4 s)."""
+    fo = _fakes()
+    from recommender.catalog.store import Catalog  # noqa: PLC0415
+    from recommender.core.errors import UserError  # noqa: PLC0415
+    from recommender.core.paths import base_catalog_path  # noqa: PLC0415
+    from recommender.probes import serve as S  # noqa: PLC0415
+
+    servers = []
+    try:
+        for _ in range(repeats):
+            for mode in fo.MODES:
+                srv = fo.FakeOpenAI(mode).__enter__()
+                servers.append(srv)
+                cat = Catalog(base_catalog_path(None), tmp / "serve-none.duckdb")
+                st = S.ServeSettings(url=srv.url, prompt_tokens=16, output_tokens=8, repeats=1, timeout_s=4.0,
+                                     concurrency=(1, 2))
+                done, out, err = _in_thread(lambda: S.run_serve_probe(st, cat, model_id=MID, context_tokens=2048
+                                                                      if mode not in ("n_ctx_lots", "n_ctx_huge")
+                                                                      else None), 4.0 + 6.0)
+                tb = done and err is not None and not isinstance(err, UserError)
+                poisoned = int(done and out is not None and any(_impossible(r) for r in out.rows))
+                failed = int(mode in GOOD_MODES and (not done or err is not None))
+                t.add("probe serve (in process, 4 s limit)", 1, int(tb), int(not done), failed=failed,
+                      poisoned=poisoned, example=f"{mode}: " + ("hung" if not done else f"{type(err).__name__}: "
+                                                                 f"{err}" if tb or failed else "impossible row")
+                      if (tb or not done or poisoned or failed) else "")
+    finally:
+        for srv in servers:
+            srv.__exit__(None, None, None)
+
+
+def _secret_in(*texts: str, files: tuple[Path, ...] = ()) -> bool:
+    if any(SECRET in (x or "") for x in texts):
+        return True
+    for root in files:
+        for f in ([root] if root.is_file() else root.rglob("*") if root.is_dir() else []):
+            try:
+                if f.is_file() and SECRET.encode() in f.read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def serve_cli(t: Tally, tree: Path, tmp: Path) -> None:
+    """Real `probe serve` processes: a non-streaming server then `estimate` on the row, a dripping server with
+    --timeout 5, --timeout inf, markup in the URL, a password in the URL (stdout, stderr, overlay, crash files and
+    TMPDIR searched for it)."""
+    fo = _fakes()
+    d = tmp / "sc"
+    (d / "tmpdir").mkdir(parents=True)
+    env = base_env(tree, d, TMPDIR=str(d / "tmpdir"))
+    cases = [("json_body", [], 60), ("one_chunk", [], 60), ("huge_usage", [], 60), ("drip", ["--timeout", "5",
+             "--context", "2048"], 5 + 25), ("ok", ["--timeout", "inf"], 60), ("ok", ["--json"], 60)]
+    for mode, extra, limit in cases:
+        with fo.FakeOpenAI(mode) as srv:  # the password where the server's answer is good or never ends
+            url = (srv.url.replace("http://", f"http://bob:{SECRET}@") if mode in ("ok", "drip") else srv.url) \
+                + ("?x=[/]" if mode == "ok" else "")
+            t0 = time.monotonic()
+            code, out, err = proc(tree, ["probe", "serve", "--url", url, *SERVE_ARGS, *extra], env, timeout=limit)
+            took = time.monotonic() - t0
+        secrets = _secret_in(out, err, files=(d / "user.duckdb", d / "cache", d / "tmpdir"))
+        t.add("probe serve (CLI)", 1, int(crashed(code, err)), int(code is None), secrets=int(secrets),
+              failed=int(mode == "ok" and "--json" in extra and code != 0),
+              example=f"{mode} {extra}: rc {code} in {took:.0f} s: {err.strip()[-160:]}"
+              if crashed(code, err) or code is None or secrets else "")
+    # whatever was stored must not break later commands
+    code, _, err = proc(tree, ["estimate", MID, "--gpu", "cpu", "--json"], env)
+    code2, _, err2 = proc(tree, ["recommend", "--gpu", "cpu", "--json"], env)
+    t.add("probe serve (CLI)", 2, int(crashed(code, err)) + int(crashed(code2, err2)), 0,
+          poisoned=int(crashed(code, err) or crashed(code2, err2)),
+          example=(err + err2).strip()[-200:] if crashed(code, err) or crashed(code2, err2) else "")
+
+
+def concurrent_probes(t: Tally, rounds: int, tree: Path, tmp: Path) -> None:
+    """4 `probe serve --concurrency 1,1,1,2,2` processes at once on one overlay: 20 rows each round."""
+    fo = _fakes()
+    for r in range(rounds):
+        d = tmp / f"cp{r}"
+        d.mkdir()
+        env = base_env(tree, d)
+        with fo.FakeOpenAI("ok") as srv:
+            ps = [subprocess.Popen([sys.executable, "-c", ENTRY, "probe", "serve", "--url", srv.url, *SERVE_ARGS,
+                                    "--concurrency", "1,1,1,2,2", "--json"], cwd=str(tree), env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+            res = [p.communicate(timeout=300) for p in ps]
+        code, out, _ = proc(tree, ["catalog", "measurements", "--json"], env)
+        stored = {m["id"] for m in (json.loads(out)["items"] if code == 0 else [])
+                  if m.get("raw", {}).get("source") == "probe serve"}
+        said = sum(len(json.loads(o)["items"]) for p, (o, e) in zip(ps, res) if p.returncode == 0 and o.strip())
+        lost = max(0, said - len(stored))  # every level a process printed is a row it saved (fresh overlay a round)
+        t.add("concurrent probes (4 x probe serve, 5 levels)", 20, sum(int(crashed(p.returncode, e))
+                                                                        for p, (o, e) in zip(ps, res)), 0, lost=lost,
+              failed=sum(int(p.returncode != 0) for p in ps),
+              example=f"{lost} of {said} rows printed as saved are not in the overlay" if lost else "")
+
+
+def hub_modes(t: Tally, repeats: int, tree: Path, tmp: Path) -> None:
+    """hub.fetch of the tree, in process, against a fake Hub's misbehaviours (limit HUB_TIMEOUT_S + 10 s), and a
+    password in HF_ENDPOINT through `catalog add` / `list` / `show` processes."""
+    sys.path.insert(0, str(HERE / "tests"))
+    import test_reliability_hub as fh  # noqa: PLC0415
+    from recommender.catalog import hub as H  # noqa: PLC0415
+    from recommender.core.errors import UserError  # noqa: PLC0415
+
+    server = fh._Server(("127.0.0.1", 0), fh._Hub)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    fh._Hub.stop = threading.Event()
+    old = {k: os.environ.get(k) for k in ("HF_ENDPOINT", "HF_HOME")}
+    os.environ.update({"HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "HF_HOME": str(tmp / "hf"),
+                       "HF_HUB_DISABLE_TELEMETRY": "1"})
+    modes = ["tags_int", "tags_int_list", "pipeline_int", "card_str", "card_list", "info_list", "sha_escape",
+             "license_escape", "config_500", "config_redirect", "config_huge", "config_big", "config_digits",
+             "info_drip", "ok"]
+    try:
+        for _ in range(repeats):
+            for mode in modes:
+                fh._Hub.mode = mode
+                done, out, err = _in_thread(lambda: H.fetch(fh.REPO), H.HUB_TIMEOUT_S + 10)
+                tb = done and err is not None and not isinstance(err, UserError)
+                msg = getattr(err, "message", "") or ""
+                wrong = mode in ("config_500", "config_redirect") and "has no config.json" in msg
+                raw = int(done and ("\x1b" in msg or (out is not None and "\x1b" in json.dumps(out.model_dump()))))
+                t.add("hub (in process)", 1, int(tb), int(not done), failed=int(mode == "ok" and err is not None)
+                      + int(wrong), poisoned=raw,
+                      example=f"{mode}: " + ("hung" if not done else f"{type(err).__name__}: {str(err)[:120]}")
+                      if tb or not done or wrong or raw else "")
+        fh._Hub.mode = "ok"
+        d = tmp / "hubcli"
+        d.mkdir()
+        env = base_env(tree, d, HF_ENDPOINT=f"http://bob:{SECRET}@127.0.0.1:{server.server_port}",
+                       HF_HOME=str(d / "hf"), TMPDIR=str(d))
+        outs = [proc(tree, a, env) for a in (["catalog", "add", f"hf:{fh.REPO}"], ["catalog", "list"],
+                                              ["catalog", "show", fh.REPO], ["catalog", "refresh", "--hub"])]
+        for code, out, err in outs:
+            t.add("hub (CLI, password in HF_ENDPOINT)", 1, int(crashed(code, err)), int(code is None),
+                  secrets=int(_secret_in(out, err)), example=err.strip()[-160:] if SECRET in out + err else "")
+        t.add("hub (CLI, password in HF_ENDPOINT)", 0, secrets=int(_secret_in(files=(d / "user.duckdb",))),
+              example="the password is in the overlay file" if _secret_in(files=(d / "user.duckdb",)) else "")
+    finally:
+        fh._Hub.stop.set()
+        server.shutdown()
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def report_paths(t: Tally, tree: Path, tmp: Path) -> None:
+    """`recommend --report` to a FIFO, a link to one, a link to /dev/null: refused (or honest), never a hang."""
+    d = tmp / "rp"
+    d.mkdir()
+    env = base_env(tree, d)
+    fifo = d / "fifo.html"
+    os.mkfifo(fifo)
+    (d / "to-fifo.html").symlink_to(fifo)
+    (d / "to-null.html").symlink_to("/dev/null")
+    for name in ("fifo.html", "to-fifo.html", "to-null.html"):
+        code, out, err = proc(tree, ["recommend", "--vram", "24", "--top", "1", "--report", str(d / name)], env,
+                              timeout=60)
+        lied = code == 0 and name == "to-null.html"
+        t.add("report paths", 1, int(crashed(code, err)), int(code is None), poisoned=int(lied),
+              example=f"{name}: " + ("hung" if code is None else err.strip()[-120:]) if code is None or lied or
+              crashed(code, err) else "")
+
+
+def storage(t: Tally, tree: Path, tmp: Path) -> None:
+    """A damaged overlay under `catalog add`, NUL in --catalog, a 4,301-digit integer in config.json."""
+    d = tmp / "st"
+    d.mkdir()
+    env = base_env(tree, d)
+    (d / "user.duckdb").write_bytes(b"\x00garbage" * 1000)
+    cfg = d / "cfg.json"
+    cfg.write_text(json.dumps(TINY))
+    code, _, err = proc(tree, ["catalog", "add", str(cfg), "--id", "st/x"], env)
+    t.add("storage", 1, int(crashed(code, err)), int(code is None), failed=int("user.duckdb" not in err),
+          example=err.strip()[-160:] if crashed(code, err) or "user.duckdb" not in err else "")
+    big = d / "big.json"
+    big.write_text('{"model_type": "llama", "hidden_size": ' + "9" * 4301 + "}")
+    env2 = base_env(tree, d, RECOMMENDER_USER_CATALOG=str(d / "u2.duckdb"))
+    code, _, err = proc(tree, ["catalog", "add", str(big)], env2)
+    t.add("storage", 1, int(crashed(code, err)), int(code is None), example=err.strip()[-160:]
+          if crashed(code, err) else "")
+    code, err = run_in_process(["--catalog", "a\x00b", "catalog", "list"])
+    t.add("storage", 1, int(crashed(code, err) or code == 99), 0, example=err.strip()[-160:]
+          if crashed(code, err) or code == 99 else "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tree", type=Path, default=HERE, help="checkout to attack (default: this one)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every trial count")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--only", help="run only the kinds whose name contains this (e.g. options)")
+    ap.add_argument("--only", help="run only the kinds whose name contains this (e.g. options; several: comma-separated)")
     args = ap.parse_args()
     tree = args.tree.resolve()
     sys.path.insert(0, str(tree))
@@ -439,27 +680,37 @@ def main() -> None:
                  ("concurrent writers", lambda: concurrent(t, max(1, int(2 * s)), tree, tmp)),
                  ("kill -9", lambda: kill9(t, max(2, int(10 * s)), rng, tree, tmp)),
                  ("corrupted catalogs", lambda: corrupted(t, max(3, int(30 * s)), rng, tree, tmp)),
-                 ("probe rows", lambda: probes(t, max(2, int(4 * s)), tree, tmp))]
+                 ("probe rows", lambda: probes(t, max(2, int(4 * s)), tree, tmp)),
+                 ("probe serve", lambda: serve_modes(t, max(1, int(2 * s)), tree, tmp)),
+                 ("probe serve cli", lambda: serve_cli(t, tree, tmp)),
+                 ("concurrent probes", lambda: concurrent_probes(t, max(1, int(s)), tree, tmp)),
+                 ("hub", lambda: hub_modes(t, max(1, int(s)), tree, tmp)),
+                 ("report paths", lambda: report_paths(t, tree, tmp)),
+                 ("storage", lambda: storage(t, tree, tmp))]
         for name, fn in steps:
-            if args.only and args.only not in name:
+            if args.only and not any(o and o in name for o in args.only.split(",")):
                 continue
             t1 = time.perf_counter()
             fn()
             print(f"  {name}: {time.perf_counter() - t1:.0f} s", file=sys.stderr, flush=True)
         shutil.rmtree(tmp, ignore_errors=True)
-    total = {k: sum(r[k] for r in t.rows.values())
-             for k in ("inputs_tried", "tracebacks", "hangs", "rows_lost", "failed")}
+    total = {k: sum(r.get(k, 0) for r in t.rows.values())
+             for k in ("inputs_tried", "tracebacks", "hangs", "rows_lost", "failed", "poisoned", "secrets_written")}
     res = {"tree": str(tree), "seed": args.seed, "scale": s, "elapsed_s": round(time.perf_counter() - t0, 1),
            "kinds": t.rows, "total": total, "examples": t.examples}
     if args.json:
         print(json.dumps(res, indent=2))
         return
     print(f"hostile pass over {tree} (seed {args.seed}, scale {s}, {res['elapsed_s']:.0f} s)")
-    print(f"{'kind':<38} {'inputs tried':>12} {'tracebacks':>10} {'hangs':>6} {'rows lost':>9} {'failed':>6}")
+    print(f"{'kind':<38} {'inputs tried':>12} {'tracebacks':>10} {'hangs':>6} {'rows lost':>9} {'failed':>6} "
+          f"{'poisoned':>8} {'secrets':>7}")
     for kind, r in [*t.rows.items(), ("total", total)]:
         print(f"{kind:<38} {r['inputs_tried']:>12} {r['tracebacks']:>10} {r['hangs']:>6} {r['rows_lost']:>9} "
-              f"{r['failed']:>6}")
-    print("failed: runs that should have succeeded (a writer or reader turned away by the lock)")
+              f"{r['failed']:>6} {r['poisoned']:>8} {r['secrets_written']:>7}")
+    print("failed: runs that should have succeeded (a writer or reader turned away by the lock, a probe of a good "
+          "server)\npoisoned: an impossible row stored or returned as ok (TPOT <= 0.01 ms, counts past 2^30), or a "
+          "write to a non-file that said it wrote\nsecrets: a run whose output, overlay, crash file or TMPDIR held "
+          "a planted credential")
     for kind, ex in t.examples.items():
         for e in ex:
             print(f"  e.g. {kind}: {e}")

@@ -11,6 +11,7 @@ as the parent. PYTHONPATH's absolute entries are kept (the tests load a fake eng
 from __future__ import annotations
 
 import os
+import warnings
 import sys
 from pathlib import Path
 
@@ -35,7 +36,11 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The child's environment: the parent's, with PYTHONPATH reduced to absolute entries (an empty entry means the
     current directory) and PYTHONSAFEPATH set (Python >= 3.11, for anything the worker itself starts)."""
     env = {**os.environ, **(extra or {})}
-    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isabs(p)]
+    raw = env.get("PYTHONPATH", "")
+    parts = [p for p in raw.split(os.pathsep) if p and os.path.isabs(p)]
+    if raw and len(parts) != len(raw.split(os.pathsep)):  # `export PYTHONPATH=$PYTHONPATH:/x` with it unset
+        warnings.warn(f"PYTHONPATH {raw!r} has an empty or relative entry (the current directory): left out of the "
+                      "probe's child process, which would otherwise run code from this folder", stacklevel=2)
     if parts:
         env["PYTHONPATH"] = os.pathsep.join(parts)
     else:

@@ -55,6 +55,9 @@ def read_config(path: Path) -> dict:
     except RecursionError:
         raise UserError(f"{path} nests too deeply to be a model config",
                         hint="give the model's config.json as published with its weights") from None
+    except ValueError as e:  # an integer of more than 4,300 digits (Python's int_max_str_digits)
+        raise UserError(f"{path} is not a model config: {str(e).split(';')[0][:120]}",
+                        hint="give the model's config.json as published with its weights") from None
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a model config (a JSON object is expected)",
                         hint="give the model's config.json as published with its weights")

@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import time
+import warnings
 import weakref
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -21,7 +22,9 @@ from typing import Iterator, Optional
 
 from recommender.core.errors import UserError
 from recommender.core.fuzzy import resolve
-from recommender.core.records import ScoreRow, AccuracyRow, Measurement, ModelSpec, PerplexityRow, Variant
+from recommender.core.paths import private_cache_dir
+from recommender.core.records import (ScoreRow, AccuracyRow, check_measurement, Measurement, ModelSpec,
+                                      PerplexityRow, Variant)
 from recommender.catalog.migrations import LATEST_VERSION, migrate
 from recommender.catalog.read_cache import ReadCache
 
@@ -253,7 +256,12 @@ class Catalog:
         import shutil  # noqa: PLC0415
         import tempfile  # noqa: PLC0415
 
-        folder = Path(tempfile.mkdtemp(prefix="recommender-overlay-"))
+        # In the user's private cache folder, not TMPDIR: a kill -9 leaves the copy behind, and the overlay is the
+        # user's own data; copies older than STALE_SNAPSHOT_S (their reader is gone) are removed here.
+        home = private_cache_dir("overlay-snapshots")
+        if home is not None:
+            _remove_stale_snapshots(home)
+        folder = Path(tempfile.mkdtemp(prefix="recommender-overlay-", dir=home))
         self._snapshot_dir = folder
         weakref.finalize(self, shutil.rmtree, str(folder), True)
         snap = folder / "user.duckdb"
@@ -414,9 +422,12 @@ class Catalog:
                                                 params=[status] if status else [])})
 
     def measurements(self, model_id: Optional[str] = None, hardware: Optional[str] = None,
-                     status: Optional[str] = None, hardware_names: Optional[list[str]] = None) -> list[Measurement]:
+                     status: Optional[str] = None, hardware_names: Optional[list[str]] = None,
+                     include_invalid: bool = False) -> list[Measurement]:
         """Rows of the overlay first, then the shipped ones; newest first within each. ``hardware`` matches part of a
-        name or a fingerprint; ``hardware_names`` exact names."""
+        name or a fingerprint; ``hardware_names`` exact names. Rows with impossible figures (a TPOT of 0 an earlier
+        version stored; records.measurement_problems) are left out with a warning, unless ``include_invalid`` (the
+        listing, so they can be seen and removed)."""
         cols = ", ".join(_MEASUREMENT_COLS)
         where, params = [], []
         if hardware_names is not None:
@@ -441,8 +452,19 @@ class Catalog:
             if d["id"] in seen:
                 continue
             seen.add(d["id"])
-            d["raw"] = json.loads(d.pop("raw_json") or "{}")
-            out.append(Measurement(**d))
+            try:
+                d["raw"] = json.loads(d.pop("raw_json") or "{}")
+                m = Measurement(**d)
+            except ValueError as e:  # a row no version of this code writes (a damaged or hand-edited overlay)
+                warnings.warn(f"skipping measurement {d['id']}: unreadable ({str(e).splitlines()[0][:120]})",
+                              stacklevel=2)
+                continue
+            if not include_invalid and (problems := m.problems):
+                warnings.warn(f"skipping measurement {m.id} ({m.model_id} {m.quant} on {m.hardware_name}): "
+                              f"{'; '.join(problems)} (remove it: recommender catalog measurements --remove {m.id})",
+                              stacklevel=2)
+                continue
+            out.append(m)
         return out
 
     # -- accuracy / perplexity ----------------------------------------------------------------------------------
@@ -657,12 +679,29 @@ class CatalogWriter:
         with self.transaction():
             _insert_many(self.con, "INSERT INTO published_scores VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
+    def remove_measurements(self, ids: list[str] = (), model_id: Optional[str] = None) -> int:
+        """Delete measured rows by id, or every row of one model; how many went (one transaction)."""
+        with self.transaction():
+            n = 0
+            for i in ids:
+                n += self.con.execute("SELECT count(*) FROM measurements WHERE id = ?", [i]).fetchone()[0]
+                self.con.execute("DELETE FROM measurements WHERE id = ?", [i])
+            if model_id is not None:
+                n += self.con.execute("SELECT count(*) FROM measurements WHERE model_id = ?", [model_id]).fetchone()[0]
+                self.con.execute("DELETE FROM measurements WHERE model_id = ?", [model_id])
+        return int(n)
+
     def put_measurements(self, rows: list[Measurement]) -> None:
+        """Store probe rows: all or nothing. A plain INSERT: every row's id is unique (the probes add a random part),
+        so two probes of one configuration in the same second both land (INSERT OR REPLACE kept one of them). A row
+        with impossible figures (records.measurement_problems) is refused, not stored."""
+        for m in rows:
+            check_measurement(m)
         with self.transaction():
             for m in rows:
                 d = m.model_dump()
                 d["raw_json"] = json.dumps(d.pop("raw"), sort_keys=True)
-                self.con.execute(f"INSERT OR REPLACE INTO measurements ({', '.join(_MEASUREMENT_COLS)}) "
+                self.con.execute(f"INSERT INTO measurements ({', '.join(_MEASUREMENT_COLS)}) "
                                  f"VALUES ({', '.join('?' * len(_MEASUREMENT_COLS))})",
                                  [d[c] for c in _MEASUREMENT_COLS])
 
@@ -685,6 +724,24 @@ class CatalogWriter:
         with self.transaction():
             for k, v in items.items():
                 self.con.execute("INSERT OR REPLACE INTO catalog_meta VALUES (?, ?)", [k, v])
+
+
+STALE_SNAPSHOT_S = 24 * 3600.0  # an overlay snapshot this old belongs to a process that is gone
+
+
+def _remove_stale_snapshots(home: Path) -> None:
+    import shutil  # noqa: PLC0415
+
+    now = time.time()
+    try:
+        for d in home.iterdir():
+            try:
+                if d.name.startswith("recommender-overlay-") and now - d.stat().st_mtime > STALE_SNAPSHOT_S:
+                    shutil.rmtree(d, ignore_errors=True)
+            except OSError:
+                continue
+    except OSError:
+        pass
 
 
 def _insert_many(con, sql: str, rows: list) -> None:

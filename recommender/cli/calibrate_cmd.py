@@ -18,6 +18,9 @@ from recommender.predict.fit import refit_hardware
 from recommender.catalog.store import UserCatalog
 from recommender.probes.local_models import smollm2_gguf
 from recommender.probes.perf import resolve_target, run_perf_probe
+from rich.markup import escape
+
+from recommender.core.redact import printable
 from recommender.cli.common import emit_json, info, MAX_PROBE_TIMEOUT_S, open_catalog, stderr_console
 
 
@@ -66,7 +69,7 @@ def calibrate_command(
     for b in batches:
         what = f"{target.model_id} {target.quant} on {eng}, batch {b}, ctx {ctx}, prompt {prompt_tokens}, " \
                f"output {output_tokens}"
-        with stderr_console().status(f"calibration probe: {what} ..."):
+        with stderr_console().status(escape(printable(f"calibration probe: {what} ..."))):  # Spinner reads markup
             row = run_perf_probe(target, eng, context_tokens=ctx, batch=b, prompt_tokens=prompt_tokens,
                                  output_tokens=output_tokens, repeats=repeats, timeout_s=timeout, host=host)
         with UserCatalog(user_catalog_path()) as w:  # each row is kept even if a later probe fails

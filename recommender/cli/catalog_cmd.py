@@ -13,6 +13,7 @@ import typer
 from recommender.core.errors import UserError
 from recommender.core.freshness import model_family, newer_siblings, parse_since, released_since
 from recommender.core.records import CHAT_CHECKPOINTS
+from recommender.core.redact import printable, redact
 from recommender.core.paths import base_catalog_path, SOURCES_DIR, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms
 from recommender.hardware.profiles import load_profiles, match_profile
@@ -72,10 +73,11 @@ def list_models(as_json: bool = typer.Option(False, "--json", help="JSON on stdo
                 "source"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["id"], r["checkpoint"] or "?", r["release_date"] or "?", r["architecture"],
-                  _human_params(r["params_total"]),
-                  _human_params(r["params_active"]) if r["params_active"] != r["params_total"] else "",
-                  str(r["max_context_tokens"]), str(len(r["quants"])), r["origin"], r["source"])
+        t.add_row(*(printable(x) for x in (
+            r["id"], r["checkpoint"] or "?", r["release_date"] or "?", r["architecture"],
+            _human_params(r["params_total"]),
+            _human_params(r["params_active"]) if r["params_active"] != r["params_total"] else "",
+            str(r["max_context_tokens"]), str(len(r["quants"])), r["origin"], redact(r["source"] or ""))))
     stdout_console().print(t)
 
 
@@ -149,24 +151,26 @@ def show(model: str = typer.Argument(..., help="HF id or a unique part of its na
                         + (f" ({_human_params(spec.params_active)} active)" if spec.is_moe else "")
                         + f", {spec.num_layers} layers, {spec.num_attention_heads} heads / {spec.num_kv_heads} KV "
                           f"heads, max context {spec.max_position_embeddings}"), highlight=False)
-    con.print(f"source: {spec.source} ({spec.source_kind})", highlight=False)
+    con.print(printable(f"source: {redact(spec.source or '')} ({spec.source_kind})"
+                        + (f" · license {spec.license}" if spec.license else "")), highlight=False)
     t = Table(title="variants", caption=LEGEND)
     for col in ("quant", "weights", "bits/weight", "provenance", "ppl ratio", "zh acc", "en acc"):
         t.add_column(col)
     for v in data["variants"]:
         pr, zh, en = v["ppl_ratio"], v["quality"]["zh"], v["quality"]["en"]
-        t.add_row(v["quant"], fmt_bytes(v["weights_bytes"]), f"{v['bits_per_weight']:.2f}",
-                  v["weights_bytes_provenance"],
+        t.add_row(printable(v["quant"]), fmt_bytes(v["weights_bytes"]), f"{v['bits_per_weight']:.2f}",
+                  printable(v["weights_bytes_provenance"]),
                   *(mark("?" if m["value"] is None else f"{m['value']:{fmt}}", m["provenance"])
                     for m, fmt in ((pr, ".3f"), (zh, ".1f"), (en, ".1f"))))
     con.print(t)
     for v in data["variants"]:  # where a variant's own measurement replaced the model's published figure
         for k in ("zh", "en"):
             if v["quality"][k]["provenance"] == "measured":
-                con.print(f"{v['quant']} {k} accuracy (measured): {v['quality'][k]['basis']}", highlight=False)
+                con.print(printable(f"{v['quant']} {k} accuracy (measured): {v['quality'][k]['basis']}"),
+                          highlight=False)
     for k in ("zh", "en"):
         m = data["quality"][k]
-        con.print(f"{k} accuracy: {m['value'] if m['value'] is not None else 'unknown'} — {m['basis']}",
+        con.print(printable(f"{k} accuracy: {m['value'] if m['value'] is not None else 'unknown'} — {m['basis']}"),
                   highlight=False)
 
 
@@ -208,7 +212,8 @@ def refresh(directory: Optional[Path] = typer.Argument(None, help="Folder holdin
                                                                   "recommender catalog refresh --hub")
     if hub:
         # source is "<endpoint>/<ORG>/<NAME>@<commit>:config.json" (recommender.catalog.ingest.from_hub)
-        refs = sorted(("hf:" + "/".join(s.source.split("@", 1)[0].split("/")[-2:]), s.id) for s in _user_models()
+        # (rsplit: the endpoint may hold a user@, stored as ***@)
+        refs = sorted(("hf:" + "/".join(s.source.rsplit("@", 1)[0].split("/")[-2:]), s.id) for s in _user_models()
                       if s.source_kind == HUB_SOURCE_KIND)
         if not refs:
             raise UserError("your catalog has no model added from the Hub", hint="add one: recommender catalog add "
@@ -285,16 +290,22 @@ def build(out: Optional[Path] = typer.Option(None, "--out", help="Where to write
 def measurements(hardware: Optional[str] = typer.Option(None, "--hardware", help="GPU name (substring)."),
                  model: Optional[str] = typer.Option(None, "--model", help="Model (HF id or unique part)."),
                  as_json: bool = typer.Option(False, "--json"),
-                 as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout (every field but raw).")) -> None:
-    """Measured probe rows in the catalog."""
+                 as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout (every field but raw)."),
+                 remove: Optional[list[str]] = typer.Option(None, "--remove", help="Delete this measured row (an id "
+                                                            "from the listing) from your overlay; repeatable."),
+                 remove_model: bool = typer.Option(False, "--remove-all", help="With --model: delete every measured "
+                                                   "row of that model from your overlay.")) -> None:
+    """Measured probe rows in the catalog (rows with impossible figures are listed as INVALID; the predictor skips
+    them). --remove / --remove-all delete rows from your overlay."""
     check_one_format(as_json, as_csv)
     from rich.table import Table  # noqa: PLC0415
 
-
-
+    if remove or remove_model:
+        _remove_measurements(remove or [], model if remove_model else None, remove_model, as_json)
+        return
     cat = open_catalog()
     mid = cat.resolve_model(model).id if model else None
-    rows = cat.measurements(model_id=mid, hardware=hardware)
+    rows = cat.measurements(model_id=mid, hardware=hardware, include_invalid=True)
     profiles, models = load_profiles(), cat.models()
     shares = [bandwidth_share(m, models[m.model_id], match_profile(m.hardware_name, profiles))
               if m.model_id in models else None for m in rows]
@@ -307,9 +318,35 @@ def measurements(hardware: Optional[str] = typer.Option(None, "--hardware", help
                 "peak VRAM", "synthetic", "status"):
         t.add_column(col)
     for m, b in zip(rows, shares):
-        t.add_row(m.hardware_name, f"{m.engine} {m.engine_version}", m.model_id, m.quant, str(m.batch),
-                  str(m.context_tokens), str(m.prompt_tokens), fmt_ms(m.ttft_ms), fmt_ms(m.tpot_ms),
-                  "?" if m.decode_tokens_per_s is None else f"{m.decode_tokens_per_s:.1f}",
-                  "?" if b is None else f"{100 * b:.0f}", fmt_bytes(m.peak_vram_bytes), "yes" if m.synthetic else "no",
+        problems = m.problems
+        status = (f"INVALID {m.id}: {'; '.join(problems)}" if problems else
                   m.status + (f" ({m.failure_reason})" if m.failure_reason else ""))
+        t.add_row(*(printable(x) for x in (
+            m.hardware_name, f"{m.engine} {m.engine_version}", m.model_id, m.quant, str(m.batch),
+            str(m.context_tokens), str(m.prompt_tokens), fmt_ms(m.ttft_ms), fmt_ms(m.tpot_ms),
+            "?" if m.decode_tokens_per_s is None else f"{m.decode_tokens_per_s:.1f}",
+            "?" if b is None else f"{100 * b:.0f}", fmt_bytes(m.peak_vram_bytes), "yes" if m.synthetic else "no",
+            status)))
     stdout_console().print(t)
+
+
+def _remove_measurements(ids: list[str], model: Optional[str], every: bool, as_json: bool) -> None:
+    """Delete measured rows from the overlay: by id, or every row of one model (--remove-all --model M)."""
+    if every and not model:
+        raise UserError("--remove-all needs --model", hint="e.g. recommender catalog measurements --model M "
+                                                           "--remove-all")
+    path = user_catalog_path()
+    if not path.is_file():
+        raise UserError(f"there is no overlay at {path}, so no measured row to remove",
+                        hint="shipped measurements cannot be removed")
+    with UserCatalog(path) as w:
+        n = w.remove_measurements(ids=ids, model_id=model if every else None)
+    if not n:
+        raise UserError(f"no such measured row in your overlay {path}: "
+                        f"{printable(', '.join(ids) if ids else str(model))[:200]}",
+                        hint="give an id as `recommender catalog measurements` shows it (only rows you measured "
+                             "can be removed), or the exact model id with --remove-all")
+    if as_json:
+        emit_json({"removed": n, "user_catalog": str(path)})
+    else:
+        info(f"removed {n} measured row{'s' if n != 1 else ''} from {path}")

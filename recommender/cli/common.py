@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 
 from recommender.core.errors import UserError
 from recommender.core.records import JSON_SCHEMA_VERSION
+from recommender.core.redact import printable, redact
 from recommender.core.paths import base_catalog_path, cache_root, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms
 from recommender.catalog.store import Catalog
@@ -41,6 +43,12 @@ def check_report_path(path: str) -> Path:
         raise UserError(f"--report {path!r} is not an .html file", hint="e.g. --report out.html")
     if not p.parent.exists():
         raise UserError(f"--report {path!r}: no folder {str(p.parent)!r}", hint="create the folder first")
+    if p.exists() or p.is_symlink():  # a FIFO blocks the write forever; a link to /dev/null "wrote" nothing
+        target = p.resolve()
+        if p.is_symlink() and (not target.exists() or not target.is_file()):
+            raise UserError(f"--report {path!r} is a link to {str(target)!r}, which is not a regular file",
+                            hint="give a new file name")
+        check_output_file(target, "--report")
     return p
 
 
@@ -62,7 +70,7 @@ def bold_lead(lead: str, rest: str):
     """'<b>lead</b>rest' as a Rich Text (markup is off on our consoles)."""
     from rich.text import Text  # noqa: PLC0415
 
-    return Text.assemble((lead, "bold"), rest)
+    return Text.assemble((printable(lead), "bold"), printable(rest))  # names come from files, servers, the Hub
 
 
 def emit_json(data: Any) -> None:
@@ -110,7 +118,7 @@ def check_one_format(as_json: bool, as_csv: bool) -> None:
 
 
 def info(msg: str) -> None:
-    sys.stderr.write(msg + "\n")
+    sys.stderr.write(printable(redact(msg), lines=True) + "\n")
 
 
 def columns_table(title: str, caption: str, columns: tuple[tuple[str, str], ...], no_wrap: set[str]):
@@ -155,13 +163,23 @@ def open_catalog(catalog: Optional[str] = None):
 
 
 def fail(err: UserError) -> None:
-    sys.stderr.write(f"error: {err.message}\n")
+    """One `error:` line and one `hint:` line, credentials redacted and control characters escaped (a message may
+    quote what a server or a file sent)."""
+    sys.stderr.write(f"error: {printable(redact(err.message))}\n")
     if err.hint:
-        sys.stderr.write(f"hint: {err.hint}\n")
+        sys.stderr.write(f"hint: {printable(redact(err.hint))}\n")
     raise SystemExit(err.exit_code)
 
 
 MAX_PROBE_TIMEOUT_S = 7 * 24 * 3600.0  # --timeout of a probe: a week at most (1e309 is inf, and waits forever)
+
+
+def check_seconds(value: float, option: str, high: float = MAX_PROBE_TIMEOUT_S) -> float:
+    """A time limit the user gave: finite and within (0, high] seconds (typer's min= lets nan and inf through)."""
+    if not math.isfinite(value) or not 0 < value <= high:
+        raise UserError(f"{option} {value!r} is not a number of seconds in (0, {high:g}]",
+                        hint=f"e.g. {option} 300")
+    return value
 
 
 def check_output_file(p: Path, what: str) -> None:
@@ -185,12 +203,12 @@ def crash(e: BaseException) -> None:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd, name = tempfile.mkstemp(prefix="recommender-crash-", suffix=".txt", dir=folder)
             with os.fdopen(fd, "w") as fh:
-                fh.write(f"argv: {sys.argv!r}\n{text}")
+                fh.write(redact(f"argv: {sys.argv!r}\n{text}"))  # a --url may carry a password
             where = name
             break
         except OSError:
             continue
-    first = (str(e).strip().splitlines() or [""])[0][:200]
+    first = printable(redact((str(e).strip().splitlines() or [""])[0]))[:200]
     sys.stderr.write(f"internal error: {type(e).__name__}: {first}\n")
     sys.stderr.write(f"hint: this is a bug; the traceback is in {where or '(could not be written)'} — "
                      "please report it with that file\n")
@@ -205,6 +223,12 @@ def run_app(app: typer.Typer, argv: Optional[list[str]] = None) -> None:
     except ImportError:
         from click import exceptions as click  # noqa: PLC0415
 
+    import warnings  # noqa: PLC0415
+
+    def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+        sys.stderr.write(f"warning: {printable(redact(str(message)))}\n")  # one line, not Python's file:line form
+
+    warnings.showwarning = show_warning
     try:
         code = app(args=argv, standalone_mode=False)
     except UserError as e:

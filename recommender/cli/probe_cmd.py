@@ -17,7 +17,10 @@ from recommender.catalog.store import UserCatalog
 from recommender.probes.accuracy import items as I, probe as P
 from recommender.probes.perf import resolve_target, run_perf_probe
 from recommender.probes.serve import parse_slo, run_serve_probe, ServeSettings
-from recommender.cli.common import emit_json, info, MAX_PROBE_TIMEOUT_S, open_catalog, stderr_console
+from recommender.core.redact import printable, redact
+from recommender.cli.common import (check_seconds, emit_json, info, MAX_PROBE_TIMEOUT_S, open_catalog,
+                                    stderr_console)
+from rich.markup import escape
 
 app = typer.Typer(help="Measure engines on this machine; rows go to your catalog overlay.", no_args_is_help=True)
 
@@ -62,7 +65,8 @@ def perf(
 
     what = (f"{target.model_id} {target.quant} on {eng}{' (synthetic weights)' if target.synthetic else ''}: "
             f"ctx {ctx}, batch {batch}, prompt {prompt_tokens}, output {output_tokens}, warm-up + {repeats} repeats")
-    with stderr_console().status(f"probing {what} (child process, timeout {timeout:.0f} s) ..."):
+    check_seconds(timeout, "--timeout")
+    with stderr_console().status(escape(f"probing {what} (child process, timeout {timeout:.0f} s) ...")):
         row = run_perf_probe(target, eng, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
                              output_tokens=output_tokens, repeats=repeats, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
                              threads=threads, timeout_s=timeout)
@@ -141,13 +145,16 @@ def serve(
         levels = ()
     if not levels or any(c < 1 or c > 256 for c in levels):
         raise UserError(f"--concurrency {concurrency!r} is not a list of levels 1..256", hint="e.g. --concurrency 1,2,4")
+    check_seconds(timeout, "--timeout")
+    check_seconds(request_timeout, "--request-timeout")
     eng = engine_name(engine) if engine else None
     settings = ServeSettings(url=url, model=model, api=api, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                              concurrency=levels, repeats=repeats, warmup=warmup, slo_ms=parse_slo(slo),
                              timeout_s=timeout, request_timeout_s=request_timeout, max_requests=max_requests)
     catalog = open_catalog()
-    with stderr_console().status(f"probing {url}: levels {', '.join(map(str, levels))}, {repeats} x level requests, "
-                                 f"prompt {prompt_tokens}, output {output_tokens} (limit {timeout:.0f} s) ..."):
+    with stderr_console().status(escape(printable(
+            f"probing {redact(url)}: levels {', '.join(map(str, levels))}, {repeats} x level requests, prompt "
+            f"{prompt_tokens}, output {output_tokens} (limit {timeout:.0f} s) ..."))):
         out = run_serve_probe(settings, catalog, model_id=model_id, quant=quant, engine=eng,
                               context_tokens=parse_tokens(context) if context else None, kv_dtype=kv_dtype,
                               hardware=hardware, device=device)
@@ -158,7 +165,7 @@ def serve(
         with UserCatalog(user_catalog_path()) as w:
             w.put_measurements(out.rows)
     if as_json:
-        emit_json({"server": {"url": out.info.base_url, "kind": out.info.kind, "version": out.info.version,
+        emit_json({"server": {"url": redact(out.info.base_url), "kind": out.info.kind, "version": out.info.version,
                               "models": out.info.models}, "saved": save, "levels_skipped": out.levels_skipped,
                    "items": [r.model_dump(mode="json") for r in out.rows]})
     else:
@@ -176,7 +183,7 @@ def serve(
 
 def _print_serve(out) -> None:
     i = out.info
-    print(f"{i.kind} {i.version} at {i.base_url}")
+    print(printable(f"{i.kind} {i.version} at {redact(i.base_url)}"))
     for m in out.rows:
         r = m.raw
         mt = r["metrics"]
@@ -184,7 +191,7 @@ def _print_serve(out) -> None:
               f"({mt['failed']} failed) in {mt['duration_s']:.1f} s · prompt {m.prompt_tokens}, output "
               f"{m.output_tokens} tokens · {m.hardware_name}")
         if m.status != "ok":
-            print(f"    failed: {m.failure_reason}")
+            print(f"    failed: {printable(m.failure_reason or '')}")
             continue
         t, p, e = mt["ttft_ms"], mt["tpot_ms"], mt["e2el_ms"]
         print(f"    TTFT median {fmt_ms(t['median'])} (p99 {fmt_ms(t['p99'])}) · TPOT median "

@@ -156,7 +156,8 @@ def tune_command(
         for n in notes:
             info(n)
         res = run_tune(catalog, q, trials=trials, seed=seed, pareto=pareto, storage=storage, study_name=study_name,
-                       kv_dtypes=kv_dtype, offload=offload and q.machine is None, n_startup=n_startup, slo=slo)
+                       kv_dtypes=kv_dtype, offload=offload and q.machine is None, n_startup=n_startup, slo=slo,
+                       progress=_every(PROGRESS_EVERY_S, trials))
     if plot:
 
         plot_front(res, plot)
@@ -227,6 +228,24 @@ def print_result(res, show: int) -> None:
     if res.objective == "pareto" and res.grid_front_size is not None:
         info(f"front: {len(res.pareto_front)} configurations, {res.front_on_grid_front} of them on the grid's true "
              f"front of {res.grid_front_size}")
+
+
+PROGRESS_EVERY_S = 5.0  # a long predicted study (--trials 7784 ran past 60 s silently) says where it is this often
+
+
+def _every(seconds: float, total: int):
+    """A progress printer (stderr) that lets one trial line through every ``seconds``."""
+    import time  # noqa: PLC0415
+
+    last = [time.monotonic()]
+
+    def show(msg: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            last[0] = now
+            info(f"{msg} (of {total} trials)")
+
+    return show
 
 
 def _best_distinct(trials, n: int):

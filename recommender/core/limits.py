@@ -190,3 +190,14 @@ def _reason(e: BaseException) -> str:
             pass
     lines = str(e).strip().splitlines()
     return f"{type(e).__name__}: {lines[0][:300] if lines else ''}"
+
+# -- measured rows (recommender.core.records.measurement_problems) ----------------------------------------------------
+# A probe row is input like any other: a server that does not stream, or claims 2^31 output tokens, must not become a
+# "measured" TPOT of 0 or 2e-11 ms that every later prediction divides by.
+MAX_ROW_BATCH = 1 << 16  # sequences in flight: probe serve allows 256 per level, probe perf 1024
+MAX_ROW_MS = 7 * 24 * 3600 * 1000.0  # a week, the longest --timeout a probe takes (cli.common.MAX_PROBE_TIMEOUT_S)
+# 0.01 ms per token is 100,000 tokens/s for ONE sequence: ~50x the fastest single-stream decode published in 2025
+# (Cerebras' ~2,000-2,500 tokens/s on Llama models, cerebras.ai/blog); a smaller TPOT is a measuring error.
+MIN_ROW_TPOT_MS = 0.01
+MAX_ROW_TOKENS_PER_S = 1e9  # prefill or throughput of a whole machine: ~1,000x an H200's prefill of a 1B model
+MAX_ROW_BYTES = 1 << 50  # 1 PiB of memory

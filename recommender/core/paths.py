@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from recommender.core.errors import UserError
+
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (recommender/core/paths.py)
 SHIPPED_CATALOG = ROOT / "catalog.duckdb"
 SOURCES_DIR = ROOT / "sources"
@@ -19,17 +21,24 @@ PROFILES_DIR = ROOT / "profiles"
 LAST_ANSWER_FILE = "last_recommend.json"  # the last recommend answer (cache_root()), for `recommender run RANK`
 
 
+def _no_nul(value: str, what: str) -> str:
+    """A path the user gave; a NUL byte in it (which no file system takes) is one UserError, not a ValueError."""
+    if "\0" in value:
+        raise UserError(f"{what} contains a NUL byte", hint="give a file path")
+    return value
+
+
 def base_catalog_path(explicit: str | os.PathLike | None = None) -> Path:
     if explicit:
-        return Path(explicit).expanduser()
+        return Path(_no_nul(os.fspath(explicit), "--catalog")).expanduser()
     env = os.environ.get("RECOMMENDER_CATALOG")
-    return Path(env).expanduser() if env else SHIPPED_CATALOG
+    return Path(_no_nul(env, "RECOMMENDER_CATALOG")).expanduser() if env else SHIPPED_CATALOG
 
 
 def user_catalog_path() -> Path:
     env = os.environ.get("RECOMMENDER_USER_CATALOG")
     if env:
-        return Path(env).expanduser()
+        return Path(_no_nul(env, "RECOMMENDER_USER_CATALOG")).expanduser()
     data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data) / "llm-recommender" / "user.duckdb"
 

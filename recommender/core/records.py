@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import copy
+import math
 import re
 from typing import Any, Literal, Optional, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from recommender.core.limits import check_spec
+from recommender.core.limits import (check_spec, MAX_CONTEXT, MAX_LAYERS, MAX_ROW_BATCH, MAX_ROW_BYTES, MAX_ROW_MS,
+                                      MAX_ROW_TOKENS_PER_S, MIN_ROW_TPOT_MS)
 
 from recommender.core.errors import UserError
 
@@ -350,6 +352,65 @@ class Measurement(Strict):
     synthetic: bool = False
     provenance: Provenance = "measured"
     measured_at: str = ""  # ISO-8601
+
+    @property
+    def problems(self) -> list[str]:
+        """Why this row cannot be a measurement (empty: it can). See measurement_problems."""
+        return measurement_problems(self)
+
+
+def measurement_problems(m: "Measurement") -> list[str]:
+    """What makes a probe row impossible, in words (empty list: none). Counts are positive and bounded
+    (recommender.core.limits), times finite, positive and bounded, and an ``ok`` row carries a decode figure no
+    engine could beat (TPOT >= MIN_ROW_TPOT_MS) that agrees with its decode rate. A failed row needs only sane counts.
+    A stored row with problems is skipped by the predictor (Catalog.measurements) and refused by the writer."""
+    out: list[str] = []
+
+    def count(name: str, low: int, high: float) -> None:
+        v = getattr(m, name)
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            out.append(f"{name} {v!r} is outside {low}..{int(high):,}")
+
+    count("batch", 1, MAX_ROW_BATCH)
+    count("context_tokens", 1, MAX_CONTEXT)
+    count("prompt_tokens", 0, MAX_CONTEXT)
+    count("output_tokens", 0, MAX_CONTEXT)
+    if m.gpu_layers is not None:
+        count("gpu_layers", -1, MAX_LAYERS + 1)
+    for name in ("peak_vram_bytes", "peak_rss_bytes"):
+        v = getattr(m, name)
+        if v is not None and not 0 <= v <= MAX_ROW_BYTES:
+            out.append(f"{name} {v!r} is outside 0..{MAX_ROW_BYTES:,}")
+    if m.status != "ok":
+        return out
+    for name, low, high in (("ttft_ms", 0.0, MAX_ROW_MS), ("tpot_ms", MIN_ROW_TPOT_MS, MAX_ROW_MS),
+                            ("itl_ms_p50", 0.0, MAX_ROW_MS), ("decode_tokens_per_s", 0.0, 1000.0 / MIN_ROW_TPOT_MS),
+                            ("prefill_tokens_per_s", 0.0, MAX_ROW_TOKENS_PER_S),
+                            ("throughput_tokens_per_s", 0.0, MAX_ROW_TOKENS_PER_S)):
+        v = getattr(m, name)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not low < v <= high \
+                and not (v == low and name == "tpot_ms"):
+            out.append(f"{name} {v!r} is outside ({low:g}, {high:g}]")
+    if m.tpot_ms is None and m.decode_tokens_per_s is None:
+        out.append("an ok row without a TPOT or decode rate")
+    if not out and m.tpot_ms and m.decode_tokens_per_s:
+        ratio = m.decode_tokens_per_s * m.tpot_ms / 1000.0  # 1 when the decode rate is 1000 / TPOT
+        if not 0.2 <= ratio <= 5.0:  # medians of two figures of the same repeats: never a factor 5 apart
+            out.append(f"decode_tokens_per_s {m.decode_tokens_per_s:g} disagrees with tpot_ms {m.tpot_ms:g} "
+                       f"(1000 / TPOT = {1000.0 / m.tpot_ms:g})")
+    return out
+
+
+def check_measurement(m: "Measurement") -> "Measurement":
+    """The row, or a UserError naming what is impossible about it (what writers call before storing it)."""
+    problems = measurement_problems(m)
+    if problems:
+        raise UserError(f"refusing to store measurement {m.id} ({m.model_id} {m.quant} on {m.hardware_name}): "
+                        + "; ".join(problems),
+                        hint="the probe's figures are impossible: check the engine or server it measured")
+    return m
 
 
 class PublishedScore(Strict):

@@ -367,6 +367,8 @@ def measured_index(measurements: list[Measurement], profiles: list[HardwareProfi
         swa_full = m.raw.get("engine", {}).get("details", {}).get("swa_full")
         if m.status != "ok" or (swa_full and m.model_id in swa_models):
             continue  # a full-size sliding-window cache is not the configuration estimated
+        if m.problems:  # impossible figures (a TPOT of 0): never divided by (Catalog.measurements warns)
+            continue
         if m.hardware_name not in keys:
             keys[m.hardware_name] = hardware_key(m.hardware_name, profiles)
         idx.setdefault((keys[m.hardware_name], m.model_id, m.quant, m.engine, m.batch, m.context_tokens,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
@@ -155,8 +156,9 @@ def measurement_from_result(target: ProbeTarget, job, result, host) -> Measureme
 
     key = "|".join(str(x) for x in (host.fingerprint, job.engine, info.get("version"), target.model_id, target.quant,
                                     job.load.batch, job.load.context_tokens, job.shape.prompt_tokens,
-                                    job.shape.output_tokens, job.load.kv_dtype, now))
-    return Measurement(
+                                    job.shape.output_tokens, job.load.kv_dtype, now,
+                                    uuid.uuid4().hex))  # random part: two probes in one second are two rows
+    row = Measurement(
         id=hashlib.sha256(key.encode()).hexdigest()[:16],
         hardware_fingerprint=host.fingerprint, hardware_name=hw_name, engine=job.engine,
         engine_version=str(info.get("version", "unknown")), model_id=target.model_id, quant=target.quant,
@@ -173,6 +175,10 @@ def measurement_from_result(target: ProbeTarget, job, result, host) -> Measureme
              "seed": job.shape.seed},
         status=result.status, failure_reason=result.failure_reason, synthetic=target.synthetic,
         provenance="measured", measured_at=now)
+    if row.status == "ok" and (problems := row.problems):  # an engine that reported impossible figures
+        row = row.model_copy(update={"status": "failed", "failure_reason": "impossible figures: "
+                                     + "; ".join(problems)[:280]})
+    return row
 
 
 def run_perf_probe(target: ProbeTarget, engine: str, *, context_tokens: int, batch: int, prompt_tokens: int,

@@ -704,6 +704,12 @@ def check_sqlite_storage(url: str) -> None:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         finally:
             con.close()
+    except sqlite3.OperationalError as e:  # 'database is locked': a writer holds it; not a damaged file
+        if "locked" in str(e).lower() or "busy" in str(e).lower():
+            raise UserError(f"--storage {path} is locked by another process ({e})",
+                            hint="wait for the other `tune` (or program) to finish, or give another file") from None
+        raise UserError(f"--storage {path} is not a SQLite database ({e})",
+                        hint="give a new file or one an earlier `tune --storage` made") from None
     except sqlite3.Error as e:
         raise UserError(f"--storage {path} is not a SQLite database ({e})",
                         hint="give a new file or one an earlier `tune --storage` made") from None
