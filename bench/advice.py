@@ -12,7 +12,8 @@ best effective accuracy among the candidates that fit the same limits (chat-tune
 Targets: regret <= 3 points in >= 90 % of the scenarios; whenever a feasible model that needs more memory than the top
 pick is more accurate by > 3 points, the top pick uses >= half the memory.
 
-    /work/main/.venv/bin/python bench/advice.py [--normalization value|minmax|zscore] [--markdown]
+    .venv/bin/python bench/advice.py [--normalization value|minmax|zscore] [--markdown]
+    .venv/bin/python bench/advice.py --questions [--markdown]   # issue 24: the nine questions, 20 names
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from recommender.catalog.store import Catalog  # noqa: E402
 from recommender.cli.query_opts import LatencyMetricOpt, MissingOpt, QueryOptions, build_query  # noqa: E402
+from recommender.core.errors import UserError  # noqa: E402
 from recommender.core.paths import base_catalog_path  # noqa: E402
+from recommender.hardware.profiles import planning_hardware  # noqa: E402
 from recommender.rank.candidates import enumerate_candidates  # noqa: E402
 from recommender.score.order import rank  # noqa: E402
 from recommender.score.weighted import READING_TPOT_MS  # noqa: E402
@@ -112,11 +115,114 @@ def scenario(catalog, label, gpu, vram, workload, max_latency, metric, normaliza
             "goodput": top.goodput_per_s}
 
 
+# Issue 24's nine questions: (id, --gpu, --vram, --workload, --max-latency, what an expert would sign)
+QUESTIONS = [
+    ("A", "RTX 4090", "24", "chat", "800ms", "a >= 30B-class model at 4-5 bits, fits, TTFT <= 800 ms"),
+    ("B", "RTX 4060", "8", "chat", "800ms", "a 7-8B at 4-6 bits fits 8 GB"),
+    ("C", "RTX 3060 12GB", None, "chat", "800ms", "an offload plan of a >= 30B MoE at >= 4 bits; no IQ2 in the top 3"),
+    ("D", "Apple M2 Max 30-core GPU 32GB", None, "chat", None, "fits the Metal working set (2/3 of 32 GiB)"),
+    ("E", "A100 80GB SXM4", None, "chat", "800ms", ">= 30 tok/s or vLLM / SGLang"),
+    ("E'", "H100 SXM5", None, "chat", "800ms", ">= 30 tok/s or vLLM / SGLang"),
+    ("F", "cpu", "16", "chat", "5s", "an answer with its speed"),
+    ("G", "RTX 4090", "24", "chat-zh", "800ms", "a model strong in Chinese"),
+    ("H", "RTX 4090", "24", "long-doc", None, "32K context, TTFT within the long-doc limit"),
+    ("I", "L40S", None, "serve", None, ">= 8K per request; #1 has the best goodput of its quality"),
+]
+TYPED_NAMES = [("3090", None), ("RTX 3060 12GB", None), ("A100 80GB SXM", None), ("A100", "80"), ("M2 Max 32GB", None),
+               ("M4 Pro 24GB", None), ("V100 32GB", None), ("Radeon RX 7900 XTX", None), ("Arc B580", None),
+               ("RTX PRO 6000", None), ("DGX Spark", None), ("Strix Halo 128GB", None), ("MI300X", None),
+               ("L40S", None), ("T4", None), ("Jetson Orin", None), ("RTX 5060 Ti 16GB", None), ("H20", None),
+               ("4070 Super", None), ("Mac Studio M3 Ultra 512GB", None)]
+
+
+def question(catalog, qid, gpu, vram, workload, max_latency):
+    opts = QueryOptions(vram=vram, max_latency=max_latency, latency_metric=LatencyMetricOpt("ttft"),
+                        workload=workload, context=None, batch=None, prompt_tokens=None, output_tokens=None,
+                        weights=None, missing=MissingOpt.worst, gpu=gpu, model=None, engine=None, quant=None,
+                        top=10, per_model=1, catalog_path=None)
+    q, notes = build_query(opts, "value")
+    ranked, _, feasible = rank(enumerate_candidates(catalog, q), q)
+    out = {"id": qid, "budget_gib": q.vram_bytes / 1024**3, "n": len(feasible), "top3": ranked[:3]}
+    if not ranked:
+        return out
+    top = ranked[0]
+    checks = {"fits": top.total_vram_bytes <= q.vram_bytes}
+    tok_s = 1000.0 / top.tpot_ms if top.tpot_ms else None
+    if q.max_latency_ms is not None and workload != "serve":
+        checks["TTFT within the limit"] = top.ttft_ms is not None and top.ttft_ms <= q.max_latency_ms
+    if qid == "H":
+        checks["32K context, TTFT <= 60 s"] = top.context_tokens >= 32768 and (top.ttft_ms or 1e18) <= 60000
+    if qid == "C":
+        checks["offload >=30B MoE >=4 bit offered"] = any(
+            c.gpu_layers is not None and c.params_total >= 30e9 and c.params_active < c.params_total
+            and not c.quant.startswith(("IQ1", "IQ2", "Q2", "IQ3", "Q3")) for c in feasible)
+        checks["no IQ2 in top 3"] = not any(c.quant.startswith("IQ2") for c in ranked[:3])
+    if qid in ("E", "E'"):
+        checks[">=30 tok/s or vLLM/SGLang"] = top.engine in ("vllm", "sglang") or (tok_s or 0) >= 30
+    if qid == "F":
+        checks["speed known"] = tok_s is not None
+    if qid == "I":
+        same = [c for c in feasible if c.model == top.model and c.quant == top.quant]
+        checks[">= 8K per request"] = top.context_tokens >= 8192
+        checks["best goodput of its quality"] = all((c.goodput_per_s or 0) <= (top.goodput_per_s or 0) + 1e-9
+                                                   for c in same)
+    out.update(top=top, tok_s=tok_s, checks=checks)
+    return out
+
+
+def questions_main(markdown: bool) -> int:
+    catalog = Catalog(base_catalog_path())
+    head = ("q", "machine", "top pick", "GiB / budget", "TTFT", "tok/s", "goodput/s", "checks")
+    lines, failed = [], 0
+    for qid, gpu, vram, wl, lat, _want in QUESTIONS:
+        r = question(catalog, qid, gpu, vram, wl, lat)
+        machine = f"{gpu}{' ' + vram + ' GiB' if vram else ''} {wl}{' ' + lat if lat else ''}"
+        if "top" not in r:
+            lines.append((qid, machine, "nothing fits", "", "", "", "", "FAIL"))
+            failed += 1
+            continue
+        t = r["top"]
+        ok = all(r["checks"].values())
+        failed += not ok
+        lines.append((qid, machine, f"{t.model} {t.quant} {t.engine}{' ngl ' + str(t.gpu_layers) if t.gpu_layers else ''}"
+                      f" b{t.batch} {t.context_tokens // 1024}K",
+                      f"{t.total_vram_bytes / 1024**3:.1f} / {r['budget_gib']:.1f}",
+                      f"{t.ttft_ms:.0f} ms" if t.ttft_ms else "?", f"{r['tok_s']:.0f}" if r["tok_s"] else "?",
+                      f"{t.goodput_per_s:.2f}" if t.goodput_per_s else "",
+                      "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in r["checks"].items())))
+    names = []
+    for name, vram in TYPED_NAMES:
+        try:
+            hw, notes = planning_hardware(name, vram=vram)
+            note = next((n for n in notes if "variants" in n), "")
+            names.append((name + (f" --vram {vram}" if vram else ""), hw.name, "slowest of variants" if note else ""))
+        except UserError as e:
+            names.append((name, "refused", str(e)[:90]))
+    for table, h in ((lines, head), (names, ("typed name", "resolves to", "note"))):
+        if markdown:
+            print("| " + " | ".join(h) + " |")
+            print("|" + "---|" * len(h))
+            for ln in table:
+                print("| " + " | ".join(ln) + " |")
+        else:
+            widths = [max(len(str(x[i])) for x in [h, *table]) for i in range(len(h))]
+            for ln in [h, *table]:
+                print("  ".join(str(v).ljust(w) for v, w in zip(ln, widths)))
+        print()
+    resolved = sum(n[1] != "refused" for n in names)
+    print(f"{len(QUESTIONS) - failed}/{len(QUESTIONS)} questions pass their checks; {resolved}/{len(names)} names "
+          f"resolve (Jetson Orin lists its choices by design)")
+    return 0 if failed == 0 else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--normalization", default="value", choices=["value", "minmax", "zscore"])
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (docs/benchmarks.md)")
+    ap.add_argument("--questions", action="store_true", help="issue 24's nine questions and the 20 typed names")
     args = ap.parse_args()
+    if args.questions:
+        return questions_main(args.markdown)
     catalog = Catalog(base_catalog_path())  # the shipped catalog alone (no user overlay)
     t0 = time.perf_counter()
     rows = [scenario(catalog, *s, args.normalization) for s in SCENARIOS]

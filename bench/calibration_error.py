@@ -1,7 +1,7 @@
 """Prediction error of the calibrated predictor on the shipped measured rows (a report, not a test).
 
 For every (engine, hardware) group of measured rows:
-  * analytical      — the spec-sheet estimate (recommender.estimate) against the measurement;
+  * analytical      — the spec-sheet estimate (recommender.predict.analytical) against the measurement;
   * leave-one-model-out (LOMO) — each model predicted by a linear calibration fitted on the other models' rows of
     the same hardware (what `recommend` uses on a hardware with many measured rows);
   * leave-one-hardware-out (LOHO, one probe) — the hardware's rows predicted by the analytical estimate scaled by one

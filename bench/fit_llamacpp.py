@@ -8,7 +8,7 @@ fit, odd positions are held out. Models fitted (see docs/estimates.md):
   prefill: MFU = achieved FLOP/s / dense FP16 peak                     (median over the fit GPUs)
 
 It prints the fitted values, the error on fit and held-out GPUs with the constants currently in
-recommender/constants.py, and what the fitted values would give. A report, not a test.
+recommender/predict/constants.py, and what the fitted values would give. A report, not a test.
 
     .venv/bin/python bench/fit_llamacpp.py [--json]
 """

@@ -1,7 +1,7 @@
 """Measure a matrix of catalog architectures x quantizations x shapes with llama.cpp on this machine's GPU.
 
 Each model is a synthetic (random-weight) GGUF with the exact architecture and per-tensor quantization types of the
-catalog model (evaluators/synthetic.py): speed and memory do not depend on weight values (MoE routing aside).
+catalog model (recommender/probes/synthetic.py): speed and memory do not depend on weight values (MoE routing aside).
 Every probe runs in its own child process (evaluators/runner.py); a crash, OOM or timeout becomes a failed row.
 Rows are appended to --out as they finish (one Measurement JSON per line), so a run cut short keeps what it measured;
 a time budget stops starting new probes in time. Rerunning skips rows already in --out.

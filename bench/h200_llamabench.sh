@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # llama.cpp's own C++ tools (llama-quantize, llama-imatrix, llama-bench, llama-batched-bench) on the lent H200, over
-# synthetic (random-weight) GGUFs of real shapes written by the project's writer (evaluators/synthetic.py).
+# synthetic (random-weight) GGUFs of real shapes written by the project's writer (recommender/probes/synthetic.py).
 #
 # The work outlives one 10-minute device call: `start` launches it as its own process session (setsid) and returns
 # after WAIT_S seconds with what is done so far; each later call `collect WAIT_S` waits on the same machine (it stays

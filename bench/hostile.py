@@ -24,7 +24,7 @@ Kinds (each a fixed, seeded number of trials times --scale):
 A traceback is an exit code other than 0/1/2 or a Python traceback on stderr (an in-process exception other than
 UserError); a hang is a run past its time limit (killed); a row lost is a write that exited 0 (or a probe that
 recorded a row) whose row is not in the overlay afterwards, or an overlay left unreadable. `--tree` runs the same
-trials against another checkout (e.g. `git worktree add /tmp/base main`), for the before/after figures.
+trials against another checkout (e.g. `git worktree add ../base main`), for the before/after figures.
 """
 
 from __future__ import annotations

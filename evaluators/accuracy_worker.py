@@ -1,6 +1,6 @@
 """Child process of an accuracy / perplexity probe: `python -m evaluators.accuracy_worker` reads an AccuracyJob (JSON)
 on stdin, prints progress on stderr and one AccuracyResult (JSON) as the last line of stdout. A crash, an OOM kill
-or a hang is turned into a failed row by the parent (recommender/accuracy/probe.py), as for perf probes.
+or a hang is turned into a failed row by the parent (recommender/probes/accuracy/probe.py), as for perf probes.
 
 Engines: ``llama.cpp`` (evaluators.lmeval_llama.LlamaCppLM, in-process log-likelihoods), ``hf`` (lm-eval's own
 HFLM), ``vllm`` (lm-eval's VLLM, where vLLM is installed).

@@ -79,7 +79,7 @@ class Engine(Protocol):
 # --------------------------------------------------------------------------------------------------------------
 # Registry
 # --------------------------------------------------------------------------------------------------------------
-# name (as recommender.engines.ENGINES spells it): (module, class, pip extra)
+# name (as recommender.core.engines.ENGINES spells it): (module, class, pip extra)
 ENGINES: dict[str, tuple[str, str, str]] = {
     "llama.cpp": ("evaluators.llama_cpp", "LlamaCppEngine", "llama"),
     "transformers": ("evaluators.transformers_engine", "TransformersEngine", "transformers"),
@@ -88,7 +88,7 @@ ENGINES: dict[str, tuple[str, str, str]] = {
 
 
 def engine_name(name: str) -> str:
-    """A registered engine name (same names and aliases as the planner, recommender.engines), or a plugin given
+    """A registered engine name (same names and aliases as the planner, recommender.core.engines), or a plugin given
     as 'package.module:Class' (used as is)."""
     if ":" in name:
         return name

@@ -73,7 +73,7 @@ class LlamaCppLM(TemplateLM):
         self.decoded_tokens = 0
 
     def _n_ctx_train(self, path: str) -> Optional[int]:
-        """``<arch>.context_length`` of the GGUF header (recommender.gguf_header: milliseconds, where gguf-py's
+        """``<arch>.context_length`` of the GGUF header (recommender.core.gguf_header: milliseconds, where gguf-py's
         GGUFReader spends seconds building the vocabulary), or None."""
 
         try:

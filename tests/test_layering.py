@@ -61,7 +61,7 @@ def imports_of(path: Path, root: Path) -> list[tuple[str, int, bool]]:
     top = {id(n) for n in tree.body}
     out = []
     for node in ast.walk(tree):
-        # cli.common.deferred("recommender.x.y"): an import the CLI makes when an option asks for it; an edge like
+        # cli.common.deferred("recommender.<package>.<module>"): an import the CLI makes when an option asks for it; an edge like
         # any other (a name that is not a literal, or a deferred import outside cli/, is a fault of its own)
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "deferred":
             arg = node.args[0] if node.args else None

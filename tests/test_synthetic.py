@@ -1,4 +1,4 @@
-"""evaluators.synthetic: random-weight GGUFs with a catalog model's exact tensors, loaded and run by llama.cpp."""
+"""recommender.probes.synthetic: random-weight GGUFs with a catalog model's exact tensors, loaded and run by llama.cpp."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def run_llama(path: Path, n_vocab: int) -> np.ndarray:
 
 
 def assert_matches_gguf_reader(path: Path, info) -> None:
-    """recommender.gguf_header (behind read_gguf_header) agrees with gguf-py's own GGUFReader, the reference."""
+    """recommender.core.gguf_header (behind read_gguf_header) agrees with gguf-py's own GGUFReader, the reference."""
     ref = gguf.GGUFReader(str(path), "r")
     assert info.data_offset == int(ref.data_offset) and info.alignment == int(ref.alignment)
     assert [(t.name, t.shape, t.ggml_type, t.n_bytes, t.offset) for t in info.tensors] == \

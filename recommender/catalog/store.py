@@ -531,26 +531,20 @@ class Catalog:
         return [r[0] for r in self._rows("value", "catalog_meta", "WHERE key = ?", [key])]
 
 
-_MEASUREMENT_COLS = [
-    "id", "hardware_fingerprint", "hardware_name", "engine", "engine_version", "model_id", "quant", "batch",
-    "context_tokens", "prompt_tokens", "output_tokens", "kv_dtype", "gpu_layers", "ttft_ms", "tpot_ms", "itl_ms_p50",
-    "decode_tokens_per_s", "prefill_tokens_per_s", "throughput_tokens_per_s", "peak_vram_bytes", "peak_rss_bytes",
-    "raw_json", "status", "failure_reason", "synthetic", "provenance", "measured_at",
-]
+# The columns of the probe-row tables, in the records' field order (core/records.py): a dict field ``x`` is stored as
+# JSON text in ``x_json``. Derived, not spelled out, so a field added to a record cannot be dropped by _encode;
+# tests/test_schema.py checks them against the tables the migrations make.
+JSON_FIELDS = ("raw", "per_subject")
 
 
-_ACCURACY_COLS = [
-    "id", "run_id", "model_id", "quant", "variant", "engine", "engine_version", "task", "shots", "items_file",
-    "items_version", "items_sha256", "n", "correct", "accuracy", "ci_low", "ci_high", "chance", "flags",
-    "per_subject_json", "raw_json", "hardware_fingerprint", "hardware_name", "status", "failure_reason", "provenance",
-    "measured_at",
-]
-_PERPLEXITY_COLS = [
-    "id", "run_id", "model_id", "quant", "variant", "engine", "engine_version", "text_file", "text_sha256",
-    "language", "tokens", "bytes", "nll_nats", "bits_per_byte", "perplexity", "window_tokens", "kl_reference",
-    "kl_mean", "kl_p99", "top1_agreement", "raw_json", "hardware_fingerprint", "hardware_name", "status",
-    "failure_reason", "provenance", "measured_at",
-]
+def record_columns(record) -> list[str]:
+    """The table columns of a row record (Measurement, AccuracyRow, PerplexityRow)."""
+    return [f"{name}_json" if name in JSON_FIELDS else name for name in record.model_fields]
+
+
+_MEASUREMENT_COLS = record_columns(Measurement)
+_ACCURACY_COLS = record_columns(AccuracyRow)
+_PERPLEXITY_COLS = record_columns(PerplexityRow)
 
 
 def _decode(d: dict, renames: dict[str, str]) -> dict:

@@ -141,6 +141,8 @@ def budget_title(q) -> str:
 def engine_label(c, q=None) -> str:
     """'llama.cpp', or with a multi-GPU plan 'llama.cpp ×2 -sm layer' / 'vllm ×4 TP'; on a multi-GPU machine a
     configuration that is not split runs on GPU 0 alone."""
+    if getattr(c, "gpu_layers", None) is not None:  # partial offload: the split between GPU and host RAM
+        return f"{c.engine} ngl {c.gpu_layers}"
     if getattr(c, "split", None) is None or not c.devices:
         return f"{c.engine} (GPU 0)" if q is not None and getattr(q, "machine", None) is not None else c.engine
     return f"{c.engine} ×{len(c.devices)} {c.split.label}"

@@ -46,6 +46,8 @@ def estimate_command(
                                                     "(default: by each GPU's memory)."),
     vram: Optional[str] = typer.Option(None, "--vram", help="Override the GPU memory (24, 24GiB, 24GB); with "
                                                             "several GPUs, each one's."),
+    bandwidth: Optional[str] = typer.Option(None, "--bandwidth", help="Override the memory bandwidth (100GB/s, "
+                                                                      "1.8TB/s); a CPU's is measured by default."),
     slo_ttft: Optional[str] = typer.Option(None, "--slo-ttft", help="Goodput at this TTFT limit under load, e.g. "
                                                                      "1s, 500ms (the batch = closed-loop clients)."),
     slo_tpot: Optional[str] = typer.Option(None, "--slo-tpot", help="Goodput at this TPOT limit under load, e.g. 50ms."),
@@ -78,7 +80,7 @@ def estimate_command(
     if prompt_tokens >= ctx:
         raise UserError(f"--prompt-tokens {prompt_tokens} does not fit in a {ctx}-token context",
                         hint="raise --context or shorten the prompt")
-    hw, machine, notes = planning_machine(gpu, gpus, vram, link)
+    hw, machine, notes = planning_machine(gpu, gpus, vram, link, bandwidth)
     plan = _plan(eng, spec, machine, split_mode, tensor_split, gpu_layers)
     for n in notes:
         info(n)

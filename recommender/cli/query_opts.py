@@ -12,10 +12,12 @@ import typer
 
 from recommender.core.engines import resolve_engine
 from recommender.core.errors import UserError
-from recommender.core.units import parse_latency_ms, parse_tokens
+from recommender.core.units import parse_latency_ms, parse_memory, parse_tokens
 from recommender.model.quant import resolve_quant
 from recommender.core.workloads import get_workload
 from recommender.hardware.multi import planning_machine
+from recommender.hardware.profiles import offload_ram_budget
+from recommender.rank.candidates import OFFLOAD_BACKENDS
 from recommender.rank.query import Query
 from recommender.score.weighted import parse_weights
 
@@ -42,6 +44,12 @@ class MissingOpt(str, Enum):
     mean = "mean"
 
 
+class RiskOpt(str, Enum):
+    neutral = "neutral"
+    moderate = "moderate"
+    averse = "averse"
+
+
 class QueryOptions(NamedTuple):
     """The shared options of a ranking question, as the user typed them (parsed by build_query)."""
 
@@ -64,6 +72,9 @@ class QueryOptions(NamedTuple):
     catalog_path: Optional[str]
     gpus: Optional[int] = None
     link: Optional[str] = None
+    bandwidth: Optional[str] = None
+    ram: Optional[str] = None
+    risk: RiskOpt = None
 
 
 def _options() -> dict[str, object]:
@@ -94,6 +105,15 @@ def _options() -> dict[str, object]:
                                                          "or --gpu \"2x RTX 3090\", --gpu \"RTX 4090,RTX 3090\"."),
         "link": typer.Option(None, "--link", help="Link between the GPUs: pcie4 x16, pcie3 x8, nvlink "
                                                   "(default: the cards' own, profiles/links)."),
+        "bandwidth": typer.Option(None, "--bandwidth", help="Memory bandwidth of the planned GPU or CPU: 100GB/s, "
+                                                            "1.8TB/s, 100 (GB/s). Default: the profile's sourced "
+                                                            "figure; a CPU's is measured here (a few seconds, once)."),
+        "ram": typer.Option(None, "--ram", help="Host RAM for llama.cpp partial offload: 64 (GiB), 64GB. Default: "
+                                                "this machine's RAM, less 10 % (at least 4 GiB)."),
+        "risk": typer.Option(RiskOpt.moderate, "--risk", help="Which task accuracy ranks: neutral = the point value, "
+                                                              "moderate = its 16th percentile (mean - 1 SD), averse "
+                                                              "= its 5th percentile; an estimate with a wide interval "
+                                                              "then does not outrank a published figure inside it."),
     }
 
 
@@ -128,7 +148,7 @@ def build_query(opts: QueryOptions, normalization: str, include_base: bool = Fal
     typed and are matched against the catalog when candidates are built."""
     o = opts
     w = parse_weights(o.weights, normalization)
-    hw, machine, notes = planning_machine(o.gpu, o.gpus, o.vram, o.link)
+    hw, machine, notes = planning_machine(o.gpu, o.gpus, o.vram, o.link, o.bandwidth)
     wl = get_workload(o.workload)
     quants = [resolve_quant(x) for x in (o.quant or [])]
     engines = [resolve_engine(e) for e in (o.engine or [])]
@@ -148,9 +168,16 @@ def build_query(opts: QueryOptions, normalization: str, include_base: bool = Fal
             upd[name] = val
     if upd:
         wl = wl.model_copy(update=upd)
+    host_ram = None
+    if machine is None and hw.backend in OFFLOAD_BACKENDS:
+        host_ram, ram_note = offload_ram_budget(o.ram)
+        notes.append(ram_note)
+    elif o.ram is not None:
+        parse_memory(o.ram, "--ram")  # checked, unused: no partial offload on this hardware
     q = Query(vram_bytes=machine.memory_bytes if machine else hw.memory_bytes, machine=machine, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
               hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=list(o.model or []),
-              engines=engines, quants=quants, top=o.top, per_model=o.per_model, include_base=include_base)
+              engines=engines, quants=quants, top=o.top, per_model=o.per_model, include_base=include_base,
+              host_ram_bytes=host_ram, risk=(o.risk.value if o.risk is not None else "moderate"))
     return q, notes
 
 

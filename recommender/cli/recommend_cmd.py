@@ -188,11 +188,15 @@ def print_recommendation(rec, explain: bool, released: Optional[dict] = None) ->
     stdout_console().print(table)
     n = rec.counts
     shown = f"showing the best {'configuration' if q.per_model == 1 else 'configurations'} per model."
-    if n["predicted"] == n["candidates"]:
-        info(f"{n['feasible']} of {n['candidates']} candidates ({n['models']} models) fit the limits; {shown}")
+    total = n["candidates"] + n.get("offload", 0)
+    off = f" (+ {n['offload']} with partial offload)" if n.get("offload") else ""
+    if n["predicted"] == total:
+        info(f"{n['feasible']} of {n['candidates']} candidates{off} ({n['models']} models) fit the limits; {shown}")
     else:
-        info(f"{n['candidates']} candidates ({n['models']} models); the {n['predicted']} that could be shown were "
-             f"predicted, {n['feasible']} of them fit the limits; {shown}")
+        info(f"{n['candidates']} candidates{off} ({n['models']} models); the {n['predicted']} that could be shown "
+             f"were predicted, {n['feasible']} of them fit the limits; {shown}")
+    if explain and rec.evidence:
+        print_evidence(rec)
     if explain:
         info("how to run each (every flag the plan assumes):")
         for c in rec.candidates:
@@ -201,6 +205,23 @@ def print_recommendation(rec, explain: bool, released: Optional[dict] = None) ->
         for c in rec.excluded:
             info(f"excluded {c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "
                  + "; ".join(c.excluded))
+
+
+def print_evidence(rec) -> None:
+    """--explain: the accuracy evidence of the top rows, one line per row and group."""
+    q = rec.query
+    info(f"accuracy evidence of the top {len(rec.evidence)} (ranked on --risk {q.risk}; measured / published / "
+         f"bridged / estimated):")
+    for e in rec.evidence:
+        iv = f" [{e['interval'][0]:.1f}, {e['interval'][1]:.1f}]" if e["interval"] else ""
+        a = "?" if e["task_accuracy"] is None else f"{e['task_accuracy']:.1f}"
+        r = "?" if e["ranked_accuracy"] is None else f"{e['ranked_accuracy']:.1f}"
+        info(f"  #{e['rank']} {e['model']} {e['quant']}: A {a}{iv}, ranked on {r}, {e['evidence']}; mode "
+             f"{e['mode']}" + (f" ({e['thinking_tokens']} reasoning tokens)" if e["thinking_tokens"] else ""))
+        for g in e["groups"]:
+            v = "?" if g["value"] is None else f"{g['value']:.1f}"
+            giv = f" [{g['interval'][0]:.1f}, {g['interval'][1]:.1f}]" if g["interval"] else ""
+            info(f"      {g['group']} {v}{giv} {g['class']} · {g['date']} · {g['source'][:240]}")
 
 
 CSV_KEYS = ["rank", "model", "quant", "engine", "hardware", "batch", "context_tokens", "prompt_tokens", "output_tokens",

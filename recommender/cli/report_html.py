@@ -52,8 +52,8 @@ def _cell(c, name: str) -> str:
 
 
 COLUMNS = (("VRAM", "total_vram_bytes"), ("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("E2E", "e2e_ms"),
-           ("tok/s", "throughput_tokens_per_s"), ("zh acc", "zh_accuracy"), ("en acc", "en_accuracy"),
-           ("ppl×", "ppl_ratio"))
+           ("tok/s", "throughput_tokens_per_s"), ("task acc", "task_accuracy"), ("ranked acc", "task_accuracy_ranked"),
+           ("zh acc", "zh_accuracy"), ("en acc", "en_accuracy"), ("ppl×", "ppl_ratio"))
 
 
 def _ranked_table(rec) -> str:
@@ -79,6 +79,29 @@ def _launch_table(rec) -> str:
                         f"{'; ' + esc(x.size_check) if x.size_check else ''})" for x in ln.weights) \
             or esc(ln.weights_note)
         rows.append(f"<tr><td>{c.rank}</td><td><code>{esc(ln.primary.command)}</code></td><td>{w}</td></tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def _evidence_table(rec) -> str:
+    """The top rows' accuracy evidence (rank.quality.evidence_rows): each group's figure, class, date and source."""
+    if not rec.evidence:
+        return ""
+    rows = ["<table id='evidence'><tr><th>#</th><th>model</th><th>task acc</th><th>ranked on</th><th>evidence</th>"
+            "<th>mode</th><th>group</th><th>figure</th><th>class</th><th>date</th><th>source</th></tr>"]
+    for e in rec.evidence:
+        iv = f" [{e['interval'][0]:.1f}–{e['interval'][1]:.1f}]" if e["interval"] else ""
+        a = "?" if e["task_accuracy"] is None else f"{e['task_accuracy']:.1f}{iv}"
+        r = "?" if e["ranked_accuracy"] is None else f"{e['ranked_accuracy']:.1f}"
+        for i, g in enumerate(e["groups"]):
+            giv = f" [{g['interval'][0]:.1f}–{g['interval'][1]:.1f}]" if g["interval"] else ""
+            v = "?" if g["value"] is None else f"{g['value']:.1f}{giv}"
+            head = (f"<td>{e['rank']}</td><td>{esc(e['model'])} {esc(e['quant'])}</td><td>{esc(a)}</td>"
+                    f"<td>{esc(r)}</td><td>{esc(e['evidence'])}</td><td>{esc(e['mode'])}</td>") if i == 0 else \
+                "<td></td>" * 6
+            rows.append(f"<tr class='ev-{esc(g['class'])}'>{head}<td>{esc(g['group'])}</td><td>{esc(v)}</td>"
+                        f"<td>{esc(g['class'])}</td><td>{esc(g['date'])}</td>"
+                        f"<td><small>{esc(g['source'][:300])}</small></td></tr>")
     rows.append("</table>")
     return "\n".join(rows)
 
@@ -110,7 +133,7 @@ def _chart(d: ReportData, top_key: Optional[tuple]) -> str:
         why = ", ".join(f"{n} {k}" for k, n in d.unplotted.items()) or "no feasible candidate"
         return f"<p id='chart-empty'>No candidate can be placed on the chart ({esc(why)}).</p>"
     lat = [p.latency_ms for p in pts]
-    qual = [p.quality for p in pts]
+    qual = [p.quality for p in pts] + [v for p in pts if p.interval for v in p.interval]
     mem = [p.memory_bytes for p in pts]
     x_lo, x_hi = min(lat) / 1.25, max(lat) * 1.25
     q_pad = (max(qual) - min(qual)) * 0.08 or abs(max(qual)) * 0.05 or 1.0
@@ -159,6 +182,10 @@ def _chart(d: ReportData, top_key: Optional[tuple]) -> str:
         tip = (f"{c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "
                f"{d.quality_figure} {p.quality:.4g}, {metric} {fmt_ms(p.latency_ms)}, memory "
                f"{fmt_bytes(p.memory_bytes)}" + (" · Pareto front" if p.on_front else ""))
+        if p.interval:  # the quality figure's 95 % interval, the estimate's uncertainty the ranking pays for
+            out.append(f"<line class='interval' x1='{x(p.latency_ms):.1f}' x2='{x(p.latency_ms):.1f}' "
+                       f"y1='{y(p.interval[0]):.1f}' y2='{y(p.interval[1]):.1f}' stroke='{fill}' "
+                       f"stroke-opacity='0.35'/>")
         out.append(f"<circle class='{'front' if p.on_front else 'dominated'}' data-quality='{p.quality!r}' "
                    f"data-latency-ms='{p.latency_ms!r}' data-memory-bytes='{p.memory_bytes!r}' "
                    f"cx='{x(p.latency_ms):.1f}' "
@@ -287,9 +314,16 @@ def render(rec, d: ReportData, notes: list[str]) -> str:
         "<p>Every flag the plan assumes (context, slots, GPU layers, flash attention, KV type, split); "
         "`recommend --json` has the other engines' commands.</p>",
         _launch_table(rec),
+        "<h2>Accuracy evidence of the top rows</h2>",
+        f"<p>The score ranks on the task accuracy at --risk {esc(q.risk)} (a lower quantile of its interval), so an "
+        "estimate with a wide interval does not outrank a published figure inside it. Classes: measured (probe "
+        "accuracy), published (the checkpoint's own figure on the backbone), bridged (its own figure elsewhere, "
+        "mapped by a fit), estimated (a sibling's, a text base's or a regression's).</p>",
+        _evidence_table(rec),
         "<h2>Quality, latency and memory of every feasible candidate</h2>",
         "<p>A candidate is on the Pareto front when no other feasible one is at least as good on quality, latency "
-        "and memory and better on one. Hover a circle for its configuration.</p>",
+        "and memory and better on one. Vertical lines: the quality figure's 95 % interval. Hover a circle for its "
+        "configuration.</p>",
         _chart(d, top_key),
     ]
     if d.unplotted:

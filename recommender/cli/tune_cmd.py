@@ -135,7 +135,8 @@ def tune_command(
             notes.append(f"measuring on GPU 0 ({q.hardware.name}) of the {gpus_here} GPUs here: a probe runs on one")
         host = probe_host()
         if not host.gpus:
-            q = q.model_copy(update={"hardware": cpu_profile(host, q.vram_bytes if vram else None)})
+            cpu = cpu_profile(host)
+            q = q.model_copy(update={"hardware": cpu.with_memory(q.vram_bytes) if vram else cpu})
             if not vram:
                 q = q.model_copy(update={"vram_bytes": q.hardware.memory_bytes})
             notes = [f"no GPU here: measuring on the CPU ({q.hardware.name}); the memory budget applies to the "

@@ -1,6 +1,6 @@
 """A fast GGUF header reader (v2/v3, little-endian): metadata and tensor infos without touching the tensor data.
 
-Used by ``catalog add`` (``recommender.arch.read_gguf_header``) and by the synthetic-model builder. gguf-py's
+Used by ``catalog add`` (``recommender.model.arch.read_gguf_header``) and by the synthetic-model builder. gguf-py's
 ``GGUFReader`` makes one numpy object per array item (seconds for a 150k-token vocabulary); this reads the same
 header in about 0.1 s. tests/test_synthetic.py checks it against ``GGUFReader`` on real and synthetic files.
 Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md

@@ -167,7 +167,7 @@ class ModelSpec(Strict):
     modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)
     release_date: Optional[str] = None
     structure: Optional[str] = None  # dense / MoE / MLA / sliding-window summary
-    # Derived from the fields above (recommender.arch); not published numbers.
+    # Derived from the fields above (recommender.model.arch); not published numbers.
     params_total: int = 0
     params_active: int = 0
     # Where it came from
@@ -239,6 +239,10 @@ class QuantSpec(Strict):
     engines: list[str]
     nominal_bits: float
     description: str = ""
+    kernel_class: str  # formats whose kernels read weights alike share one (recommender.predict.calibrated)
+    quality_family: str  # the family label of its row in sources/quality/quant_quality.csv
+    ggml_type: Optional[str] = None  # GGUF: the ftype's default tensor type (llama_ftype_get_default_type)
+    gguf_file_type: Optional[str] = None  # GGUF: gguf-py's LlamaFileType name (general.file_type)
 
 
 class Variant(Strict):
@@ -316,6 +320,9 @@ class Workload(Strict):
     # priced up to the limit; the limit is the default when the user gives no --max-latency.
     ttft_comfort_ms: float = 1000.0
     ttft_limit_ms: float = 10000.0
+    # Decode speed (tokens/s) from which a faster stream costs nothing (what users of this workload run, with its
+    # source in the preset); slower streams are priced down to reading speed (docs/scoring.md). None: twice reading.
+    decode_comfort_tok_s: Optional[float] = None
     # serve: rank by goodput (requests/s meeting the TTFT and TPOT SLOs) at the best batch, not by one stream's
     # latency; target_concurrency users at the SLOs is the goodput that costs nothing.
     rank_by: Literal["latency", "goodput"] = "latency"

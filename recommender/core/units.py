@@ -86,6 +86,25 @@ def parse_duration_s(text: str | float | int, what: str = "--budget") -> float:
                          range_hint="give a positive duration up to a week, e.g. 10m")
 
 
+_BW_UNITS = {"": 1e9, "gb/s": 1e9, "gbps": 1e9, "gbs": 1e9, "tb/s": 1e12, "tbs": 1e12, "mb/s": 1e6,
+             "gib/s": float(GIB), "tib/s": float(TIB)}
+MAX_PLAUSIBLE_BANDWIDTH_BYTES_PER_S = 100e12  # beyond any memory system today (a typo guard)
+
+
+def parse_bandwidth(text: str | float | int, what: str = "--bandwidth") -> float:
+    """Parse '100GB/s', '1.8TB/s', '100' (GB/s, as spec sheets give memory bandwidth) into bytes/s."""
+    raw = str(text).strip()
+    m = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z/]*)\s*$", raw)
+    hint = "use e.g. 100GB/s, 1.8TB/s or 100 (GB/s)"
+    if raw.startswith("-") or not m or m.group(2).lower() not in _BW_UNITS:
+        raise UserError(f"cannot read {what} value {raw!r}", hint=hint)
+    value = float(m.group(1)) * _BW_UNITS[m.group(2).lower()]
+    if value < 1e8 or value > MAX_PLAUSIBLE_BANDWIDTH_BYTES_PER_S:
+        raise UserError(f"{what} {raw!r} is out of range", hint="give a memory bandwidth between 0.1 GB/s and "
+                                                                 "100 TB/s, e.g. 100GB/s")
+    return value
+
+
 def parse_tokens(text: str | int, what: str = "--context") -> int:
     """Parse '4096', '4K', '32k', '128K' into a token count (K = 1024, as model cards use it)."""
     raw = str(text).strip()

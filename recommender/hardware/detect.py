@@ -91,8 +91,9 @@ def parse_rocm_smi(text: str) -> list[dict]:
     return out
 
 
-def parse_apple(system_profiler_json: str, memsize: str) -> list[dict]:
+def parse_apple(system_profiler_json: str, memsize: str, wired_limit_mb: Optional[str] = None) -> list[dict]:
     data = _json(system_profiler_json)
+    wired = int(str(wired_limit_mb).strip()) if str(wired_limit_mb or "").strip().isdigit() else None
     try:
         mem = int(str(memsize).strip())
     except ValueError:
@@ -105,7 +106,7 @@ def parse_apple(system_profiler_json: str, memsize: str) -> list[dict]:
             continue
         cores = r.get("sppci_cores")
         out.append(_gpu(i, model, "Apple", "system_profiler + sysctl hw.memsize", mem,
-                        gpu_cores=int(cores) if str(cores or "").isdigit() else None))
+                        gpu_cores=int(cores) if str(cores or "").isdigit() else None, wired_limit_mb=wired or None))
     return out
 
 
@@ -142,7 +143,8 @@ def probe_other_gpus(run: Callable[[list[str]], Optional[str]] = _run,
         if system == "Darwin":
             tried.append("system_profiler")
             sp, mem = run(["system_profiler", "SPDisplaysDataType", "-json"]), run(["sysctl", "-n", "hw.memsize"])
-            gpus = parse_apple(sp or "", mem or "") if sp and mem else []
+            wired = run(["sysctl", "-n", "iogpu.wired_limit_mb"]) if sp and mem else None
+            gpus = parse_apple(sp or "", mem or "", wired) if sp and mem else []
             if gpus:
                 return gpus, f"{len(gpus)} Apple GPU found (system_profiler; unified memory {int(mem) // 2**30} GiB)"
         for tool, cmd, parse in (

@@ -32,6 +32,7 @@ class GpuInfo(_Strict):
     vendor: str = "NVIDIA"
     source: str = "NVML"  # the tool that reported it
     gpu_cores: Optional[int] = None  # Apple: GPU cores (system_profiler sppci_cores)
+    wired_limit_mb: Optional[int] = None  # Apple: sysctl iogpu.wired_limit_mb when set (0/None: macOS default)
     uuid: str = ""
     driver_version: str = ""
     memory_total_bytes: int

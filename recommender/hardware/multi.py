@@ -20,9 +20,10 @@ from pydantic import Field
 from recommender.core.errors import UserError
 from recommender.core.paths import PROFILES_DIR
 from recommender.core.records import HardwareProfile, Strict
-from recommender.core.units import parse_memory
+from recommender.core.units import parse_bandwidth, parse_memory
 from recommender.hardware.host import GpuInfo, probe_gpus
-from recommender.hardware.profiles import (find_profile, load_profiles, match_profile, planning_hardware, profile_from_gpu)
+from recommender.hardware.profiles import (find_profile, load_profiles, match_profile, override_bandwidth,
+                                           planning_hardware, profile_from_gpu)
 
 # GB/s (10^9 B/s) per lane and direction: transfer rate (GT/s) x 128/130 line coding / 8 bits
 PCIE_GT_PER_S = {3: 8.0, 4: 16.0, 5: 32.0}
@@ -230,11 +231,12 @@ def _counted(gpu: str) -> bool:
     return bool(m) and int(m.group(1)) != 1
 
 
-def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, link: Optional[str] = None):
+def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, link: Optional[str] = None,
+                     bandwidth: Optional[str] = None):
     """What to plan for: (profile, machine, notes). ``machine`` is a MultiGpu for several GPUs (``--gpu "2x RTX
     3090"``, ``--gpu "RTX 4090,RTX 3090"``, ``--gpu NAME --gpus N``, or this machine's GPUs when NVML finds two or
     more), else None and ``profile`` is the one GPU (``profiles.planning_hardware``). With a machine, ``profile`` is
-    its first device and ``--vram`` overrides every card's memory."""
+    its first device and ``--vram`` overrides every card's memory, ``--bandwidth`` every card's memory bandwidth."""
     notes: list[str] = []
     machine: Optional[MultiGpu] = None
     found = None  # this machine's GPUs, once probed (planning_hardware needs them again for one GPU or none)
@@ -258,15 +260,17 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
         if link:
             raise UserError("--link describes the link between several GPUs",
                             hint='name several cards: --gpu "2x RTX 3090" (or --gpu NAME --gpus 2)')
-        prof, more = planning_hardware(gpu, found=found)
+        prof, more = planning_hardware(gpu, vram=vram, found=found, bandwidth=bandwidth)  # --vram applied there
         notes += more
     if vram is not None:  # --vram last, on the card or on every card of the machine
         mem = parse_memory(vram) if isinstance(vram, str) else vram
-        if machine is None:
-            prof = prof.with_memory(mem)
-        else:
+        if machine is not None:
             machine = machine.model_copy(update={"devices": [d.with_memory(mem) for d in machine.devices]})
             notes.append(f"--vram {vram} applies to each of the {machine.count} GPUs")
+    if machine is not None and bandwidth is not None:
+        bw = parse_bandwidth(bandwidth)
+        machine = machine.model_copy(update={"devices": [override_bandwidth(d, bw, str(bandwidth))
+                                                         for d in machine.devices]})
     if machine is None:
         return prof, None, notes
     notes.append(f"{machine.name}: {machine.memory_bytes / 1024**3:.0f} GiB in all, linked by {machine.link.label}")

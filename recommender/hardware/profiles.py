@@ -24,8 +24,9 @@ from pydantic import ValidationError
 from recommender.core.errors import UserError
 from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
 from recommender.core.records import HardwareProfile
-from recommender.core.units import GIB, MIB, parse_memory
-from recommender.hardware.host import DDR_FACTOR, GpuInfo, GpuProbe, HostInfo, probe_gpus, probe_host
+from recommender.core.units import GIB, MIB, parse_bandwidth, parse_memory
+from recommender.hardware import cpu_bench
+from recommender.hardware.host import DDR_FACTOR, GpuInfo, GpuProbe, HostInfo, probe_gpus, probe_host, probe_ram
 
 # --------------------------------------------------------------------------------------------------------
 # Hardware profiles
@@ -253,6 +254,9 @@ BRAND_WORDS = frozenset({"nvidia", "geforce", "amd", "radeon", "apple", "intel",
 # "Ultra", "Laptop", "Mobile" or "Nano" names another GPU and is never ignored).
 VARIANT_WORDS = frozenset({"pcie", "sxm", "sxm2", "sxm4", "sxm5", "nvl", "hbm2", "hbm2e", "hbm3", "hbm3e",
                            "gddr6", "gddr6x", "gddr7", "edition", "workstation", "server", "maxq"})
+# Apple computers' names around the chip's ("Mac Studio M3 Ultra 512GB", "MacBook Pro M4 Pro 24GB"): dropped before the
+# chip's words are read ("Pro" in "MacBook Pro" names no chip)
+_MAC_WORDS = re.compile(r"\b(mac\s*studio|macbook\s*pro|macbook\s*air|macbook|mac\s*mini|mac\s*pro|imac)\b")
 _MEM_WORD = re.compile(r"^(\d+(?:\.\d+)?)(gb|gib|g)$")
 _CORE_WORD = re.compile(r"^\d+c$")
 
@@ -262,6 +266,7 @@ def _words(name: str) -> tuple[str, ...]:
     """A GPU name as words: lower case, '(R)'/'(TM)' and brand words dropped, '16 GB' -> '16gb', '38-core GPU'
     -> '38c', 'Max-Q' -> 'maxq'."""
     s = name.lower().replace("(r)", " ").replace("(tm)", " ").replace("max-q", "maxq")
+    s = _MAC_WORDS.sub(" ", s)  # "Mac Studio M3 Ultra", "MacBook Pro M4 Max": the computer, not the chip
     s = re.sub(r"[,/_]+", " ", s)
     s = re.sub(r"(\d+(?:\.\d+)?)\s*(gb|gib)\b", r"\1gb", s)
     s = re.sub(r"(\d+)[\s-]*core(s)?(\s+gpu)?\b", r"\1c", s)
@@ -288,8 +293,10 @@ def _answers_to(query: tuple[str, ...], p: HardwareProfile) -> bool:
     for n in [p.name, *p.aliases]:
         words = _words(n)
         rest = {w for w in words if _mem_gb(w) is None}
+        # a bare "SXM" names any SXM generation of the card ("A100 80GB SXM" = the SXM4 board)
+        q_want = {w for w in q_rest if not (w == "sxm" and any(re.fullmatch(r"sxm\d", r) for r in rest))}
         extra = rest - q_rest
-        if q_rest <= rest and all(w in VARIANT_WORDS or _CORE_WORD.match(w) for w in extra):
+        if q_want <= rest and all(w in VARIANT_WORDS or _CORE_WORD.match(w) for w in extra):
             return True
     return False
 
@@ -335,6 +342,72 @@ def find_profile(name: str, profiles: list[HardwareProfile]) -> HardwareProfile:
     raise UserError(f"unknown GPU {name!r}: no hardware profile has this name{guess}",
                     hint="`recommender hardware --profiles` lists every profile; for an unlisted GPU pick a profile "
                          "and give --vram")
+
+
+# Variants that plan alike: the same memory and decode bandwidths within this fraction of each other (RTX PRO 6000
+# Server 1597 vs Workstation 1792 GB/s: 12 %; A100 80GB PCIe vs SXM4: 5 %); otherwise only the prompt rate differs
+# (10-27 % between core counts or power limits). A name that designates several of them plans for the slowest, with
+# a note; variants that differ in memory need --vram to choose.
+VARIANT_BANDWIDTH_SPREAD = 0.15
+
+
+def _shares_memory(found: list[HardwareProfile]) -> bool:
+    return max(p.memory_bytes for p in found) <= 1.03 * min(p.memory_bytes for p in found)
+
+
+def resolve_profile(name: str, profiles: list[HardwareProfile], memory_bytes: Optional[int] = None
+                    ) -> tuple[HardwareProfile, Optional[str]]:
+    """The profile a user's GPU name designates for planning, and a note when the name fits several variants: the
+    variants whose memory agrees with ``memory_bytes`` (--vram) when given; several left that share their memory and
+    decode bandwidth (within VARIANT_BANDWIDTH_SPREAD): the slowest (lowest bandwidth, then lowest prompt peak), said
+    in the note. Otherwise as :func:`find_profile` (ambiguous or unknown names raise UserError with the choices)."""
+    found = profile_candidates(name, profiles) if name and name.strip() else []
+    if len(found) > 1 and memory_bytes:
+        fit = [p for p in found if abs(p.memory_bytes - memory_bytes) <= 0.06 * p.memory_bytes]
+        found = fit or found
+    if len(found) > 1 and _shares_memory(found):
+        bws = [p.memory_bandwidth_bytes_per_s for p in found]
+        if max(bws) <= (1 + VARIANT_BANDWIDTH_SPREAD) * min(bws):
+            def speed(p):
+                return (p.memory_bandwidth_bytes_per_s, p.fp16_flops_per_s or p.fp32_flops_per_s or 0.0)
+            slow = min(found, key=speed)
+            others = sorted(p.name for p in found if p is not slow)
+            peaks = [p.fp16_flops_per_s for p in found if p.fp16_flops_per_s]
+            spread = (f"; prompt peaks differ {min(peaks) / 1e12:.0f}-{max(peaks) / 1e12:.0f} TFLOPS"
+                      if len(peaks) > 1 and max(peaks) > min(peaks) else "")
+            bw = (f", bandwidth {min(bws) / 1e9:.0f}-{max(bws) / 1e9:.0f} GB/s" if max(bws) > min(bws) else "")
+            return slow, (f"{name!r} names {len(found)} variants of one memory size{bw}{spread}: planning for the "
+                          f"slowest, {slow.name!r} (others: {', '.join(repr(o) for o in others)}; name one to plan "
+                          f"for it)")
+    if len(found) == 1:
+        return found[0], None
+    if len(found) > 1 and memory_bytes is None and not _shares_memory(found):
+        names = sorted(p.name for p in found)
+        sizes = sorted({round(p.memory_bytes / GIB) for p in found})
+        raise UserError(f"GPU {name!r} is ambiguous: it names {len(names)} profiles with "
+                        f"{', '.join(f'{g} GiB' for g in sizes)} ({', '.join(repr(n) for n in names[:8])})",
+                        hint=f"give the memory, e.g. --gpu {name!r} --vram {sizes[-1]}, or the variant's name")
+    if not found and name and name.strip():
+        wider = _wider_candidates(name, profiles)
+        if len(wider) > 1:
+            names = sorted(p.name for p in wider)
+            raise UserError(f"GPU {name!r} names a family of {len(names)} profiles: "
+                            f"{', '.join(repr(n) for n in names[:12])}" + (" ..." if len(names) > 12 else ""),
+                            hint=f"give one of them, e.g. --gpu {names[0]!r}")
+    return find_profile(name, profiles), None
+
+
+def _wider_candidates(name: str, profiles: list[HardwareProfile]) -> list[HardwareProfile]:
+    """Profiles whose name holds every word of ``name`` and more ("Jetson Orin": the AGX, NX and Nano boards): the
+    choices a family name offers, never resolved to one."""
+    query = set(_words(name))
+    if not query:
+        return []
+    out = []
+    for p in profiles:
+        if any(query <= set(_words(n)) for n in [p.name, *p.aliases]):
+            out.append(p)
+    return out
 
 
 def match_profile(gpu_name: str, profiles: list[HardwareProfile],
@@ -432,20 +505,105 @@ def _profile_from_tool(gpu: GpuInfo, shipped: Optional[HardwareProfile]) -> Hard
     return HardwareProfile.model_validate(data)
 
 
+# --- Apple: the Metal GPU working set -------------------------------------------------------------------
+# macOS lets the GPU wire only part of unified memory: Metal's MTLDevice.recommendedMaxWorkingSetSize, which llama.cpp
+# prints at start (ggml_metal_init) and warns past ("current allocated size is greater than the recommended max working
+# set size"). Measured defaults, in MiB of 2^20 bytes as llama.cpp printed them:
+#   16 GiB M1 Pro: 10922.67 = 2/3 x 16384 (github.com/abetlen/llama-cpp-python/issues/687)
+#   32 GiB M1 Max: 21845.34 = 2/3 x 32768 (github.com/ggml-org/llama.cpp/pull/2011, EliasOenal's log)
+#   32 GiB M2 Max: 21845.34 = 2/3 x 32768 (github.com/ollama/ollama/issues/434)
+#   64 GiB M2 Max: "around 47GB or higher" fails, = 3/4 x 64 GiB (github.com/ggml-org/llama.cpp/issues/1870)
+#   96 GiB M2 Max: 73728.00 = 3/4 x 98304 (github.com/ggml-org/llama.cpp/issues/3213)
+# so 2/3 of RAM up to 32 GiB and 3/4 from 64 GiB; where 36 and 48 GiB machines fall is not measured here (assumed: 2/3
+# up to METAL_SMALL_MAX_GIB). Newer macOS releases report more on some machines (128 GiB M5 Max on macOS 26: 107.52 GiB,
+# github.com/antirez/ds4/pull/893): the rule is the conservative default. `sudo sysctl iogpu.wired_limit_mb=N` raises it
+# (Metal then reports N MiB; github.com/AlexsJones/llmfit/pull/754); --vram states it.
+METAL_WORKING_SET_SMALL = 2 / 3
+METAL_WORKING_SET_LARGE = 3 / 4
+METAL_SMALL_MAX_GIB = 36
+METAL_WORKING_SET_SOURCE = ("Metal recommendedMaxWorkingSetSize default as llama.cpp logs it: 2/3 of RAM at 16 and 32 "
+                            "GiB (github.com/ggml-org/llama.cpp/pull/2011, github.com/ollama/ollama/issues/434), 3/4 "
+                            "at 64 and 96 GiB (github.com/ggml-org/llama.cpp/issues/3213); 2/3 assumed up to 36 GiB")
+
+
+def metal_working_set(memory_bytes: int, wired_limit_mb: Optional[int] = None) -> tuple[int, str]:
+    """(bytes, basis) the GPU of an Apple silicon Mac with ``memory_bytes`` of unified memory may wire by default;
+    ``wired_limit_mb``: the machine's `sysctl iogpu.wired_limit_mb` when set (0 or None: the default)."""
+    if wired_limit_mb:
+        return int(wired_limit_mb) * MIB, f"measured: sysctl iogpu.wired_limit_mb = {wired_limit_mb} on this Mac"
+    frac = METAL_WORKING_SET_SMALL if memory_bytes <= METAL_SMALL_MAX_GIB * GIB else METAL_WORKING_SET_LARGE
+    return int(memory_bytes * frac), f"{'2/3' if frac < 0.7 else '3/4'} of {memory_bytes / GIB:.0f} GiB [{METAL_WORKING_SET_SOURCE}]"
+
+
+def under_metal_working_set(profile: HardwareProfile, wired_limit_mb: Optional[int] = None
+                            ) -> tuple[HardwareProfile, str]:
+    """An Apple (Metal) profile planned under its GPU working set (memory = what Metal lets the GPU wire), and the
+    one-line note that says so."""
+    ws, basis = metal_working_set(profile.memory_bytes, wired_limit_mb)
+    data = profile.model_dump()
+    data["memory_bytes"] = ws
+    data["sources"] = {**profile.sources, "memory_bytes": f"GPU working set: {basis}; unified memory: "
+                                                          f"{profile.sources.get('memory_bytes', '')}"}
+    note = (f"planning under the Metal GPU working set: {ws / GIB:.1f} of {profile.memory_bytes / GIB:.0f} GiB "
+            f"({'iogpu.wired_limit_mb' if wired_limit_mb else 'macOS default, 2/3 up to 36 GiB, 3/4 above'}); "
+            f"--vram raises it (after `sudo sysctl iogpu.wired_limit_mb=N`)")
+    data["notes"] = f"{profile.notes}; {note}" if profile.notes else note
+    return HardwareProfile.model_validate(data), note
+
+
+# Host RAM that llama.cpp partial offload may fill: the RAM (this machine's, or --ram) less what the OS and the
+# user's other programs keep. Assumption (no source measures a typical desktop's resident set): the larger of 10 %
+# and 4 GiB.
+HOST_RAM_RESERVE_SHARE = 0.10
+HOST_RAM_RESERVE_MIN_BYTES = 4 * GIB
+
+
+def offload_ram_budget(stated: Optional[str] = None) -> tuple[int, str]:
+    """(bytes, basis) of host RAM a partial-offload plan may use: --ram as typed, else this machine's RAM (its cgroup
+    limit when lower), less the reserve."""
+    if stated is not None:
+        total, where = parse_memory(stated, "--ram"), f"--ram {stated}"
+    else:
+        t, _avail, limit = probe_ram()
+        total, where = min(x for x in (t, limit) if x), "this machine's RAM (/proc/meminfo)"
+    reserve = max(HOST_RAM_RESERVE_SHARE * total, HOST_RAM_RESERVE_MIN_BYTES)
+    usable = max(int(total - reserve), 0)
+    return usable, (f"host RAM for partial offload: {usable / GIB:.1f} GiB usable of {total / GIB:.1f} GiB ({where}, "
+                    f"less max(10 %, 4 GiB) for the OS and other programs); --ram states it")
+
+
 CPU_PLANNING_NAMES = ("cpu", "host", "this-cpu")
 
 
-def cpu_profile(host: HostInfo) -> HardwareProfile:
+def cpu_profile(host: HostInfo, measure: bool = True) -> HardwareProfile:
     """Plan for this machine's CPU: RAM as the memory budget (the cgroup limit when lower). No sourced bandwidth or
-    FLOP/s figure exists for an arbitrary CPU, so latency is unknown until `recommender calibrate` has measured
-    this CPU (bandwidth 0 = unknown to the estimator)."""
+    FLOP/s figure exists for an arbitrary CPU and its RAM, so they are measured here (recommender.hardware.cpu_bench:
+    a few seconds once, then cached per host) unless ``measure`` is False or measuring is turned off; then latency
+    is unknown (bandwidth 0 = unknown to the estimator) until `recommender calibrate` or --bandwidth."""
     ram = min(x for x in (host.ram_total_bytes, host.ram_limit_bytes) if x)
+    sources = {"memory_bytes": "measured: /proc/meminfo (and the cgroup memory limit) on this machine",
+               "memory_bandwidth_bytes_per_s": "unknown (no sourced figure for this CPU): run `recommender "
+                                               "calibrate`, or give --bandwidth"}
+    bw, fp32 = 0.0, None
+    bench = cpu_bench.cached_or_measure(host.fingerprint, host.cpu.physical_cores) if measure else None
+    if bench:
+        bw, fp32 = bench["memory_bandwidth_bytes_per_s"], bench["fp32_flops_per_s"]
+        sources["memory_bandwidth_bytes_per_s"] = f"measured: {bench['basis']} ({bench['measured_at']})"
+        sources["fp32_flops_per_s"] = f"measured: {bench['basis']} ({bench['measured_at']})"
     return HardwareProfile(
-        name=host.cpu.model or "this CPU", vendor="host", memory_bytes=ram, memory_bandwidth_bytes_per_s=0.0,
-        backend="cpu",
-        sources={"memory_bytes": "measured: /proc/meminfo (and the cgroup memory limit) on this machine",
-                 "memory_bandwidth_bytes_per_s": "unknown (no sourced figure for this CPU): run `recommender calibrate`"},
+        name=host.cpu.model or "this CPU", vendor="host", memory_bytes=ram, memory_bandwidth_bytes_per_s=bw,
+        fp32_flops_per_s=fp32, backend="cpu", sources=sources,
         notes=f"this machine's CPU ({host.cpu.logical_cores} logical cores)")
+
+
+def override_bandwidth(profile: HardwareProfile, bandwidth_bytes_per_s: float, typed: str) -> HardwareProfile:
+    """The same profile with the user's memory bandwidth (--bandwidth), recorded as its source."""
+    data = profile.model_dump()
+    data["memory_bandwidth_bytes_per_s"] = float(bandwidth_bytes_per_s)
+    data["sources"] = {**profile.sources, "memory_bandwidth_bytes_per_s": f"user override (--bandwidth {typed})"}
+    note = f"memory bandwidth stated by the user ({bandwidth_bytes_per_s / 1e9:.0f} GB/s)"
+    data["notes"] = f"{profile.notes}; {note}" if profile.notes else note
+    return HardwareProfile.model_validate(data)
 
 
 def override_memory(profile: HardwareProfile, memory_bytes: int) -> HardwareProfile:
@@ -474,7 +632,8 @@ def has_hardware_key(name: str, key: str, profiles: list[HardwareProfile]) -> bo
     return hardware_key(name, profiles) == key
 
 
-def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, found: Optional[GpuProbe] = None):
+def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, found: Optional[GpuProbe] = None,
+                      bandwidth: Optional[str] = None):
     """The GPU to plan for: --gpu NAME (a shipped profile; `cpu` = this machine's CPU and RAM), else the first GPU
     found, else the default reference; ``vram`` (--vram as typed, or bytes) overrides its memory. ``found``: this
     machine's GPUs as the caller probed them already (else they are probed here when needed).
@@ -484,21 +643,34 @@ def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, foun
     notes = []
     profiles = load_profiles()
     if gpu and gpu.strip().lower() in CPU_PLANNING_NAMES:
-        prof = cpu_profile(probe_host())
-        notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM)")
+        prof = cpu_profile(probe_host())  # measured once per host (cached); --bandwidth replaces its bandwidth
+        bw = (f", {prof.memory_bandwidth_bytes_per_s / 1e9:.1f} GB/s measured"
+              if prof.sources.get("memory_bandwidth_bytes_per_s", "").startswith("measured") else "")
+        notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM{bw})")
     elif gpu:
-        prof = find_profile(gpu, profiles)
+        prof, note = resolve_profile(gpu, profiles, (parse_memory(vram) if isinstance(vram, str) else vram)
+                                     if vram is not None else None)
+        if note:
+            notes.append(note)
+        if prof.backend == "metal" and vram is None:
+            prof, note = under_metal_working_set(prof)
+            notes.append(note)
     else:
         found = found or probe_gpus()
         if found.gpus:
             prof = profile_from_gpu(found.gpus[0], profiles)
             notes.append(f"planning for the GPU found here: {prof.name}")
+            if prof.backend == "metal" and vram is None:
+                prof, note = under_metal_working_set(prof, found.gpus[0].wired_limit_mb)
+                notes.append(note)
         else:
             prof = find_profile(DEFAULT_PLANNING_GPU, profiles)
             notes.append(f"no GPU found here ({found.gpu_status}); planning for a {prof.name} — "
                          f"use --gpu NAME to plan for another GPU")
     if vram is not None:
         prof = prof.with_memory(parse_memory(vram) if isinstance(vram, str) else vram)
+    if bandwidth is not None:
+        prof = override_bandwidth(prof, parse_bandwidth(bandwidth), str(bandwidth))
     return prof, notes
 
 

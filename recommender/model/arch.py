@@ -860,7 +860,7 @@ _GGUF_HINT = "give a complete .gguf file (re-download it if it was cut short)"
 
 
 def read_gguf_header(path: str | os.PathLike) -> GgufFileInfo:
-    """Parse a GGUF header (recommender.gguf_header: the metadata and tensor infos; tensor data is not read)."""
+    """Parse a GGUF header (recommender.core.gguf_header: the metadata and tensor infos; tensor data is not read)."""
     return _read_gguf(path)[0]
 
 

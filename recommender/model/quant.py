@@ -30,65 +30,96 @@ VLLM = "vllm"
 TRANSFORMERS = "transformers"
 
 # The table's records are literals of this file: built without validation at import (cold start), and validated by
-# tests/test_quant.py (test_quant_table_validates)
+# tests/test_quant.py (test_quant_table_validates). A quantization is its record: everything else that lists
+# quantizations (the GGUF ftypes below, the calibration's kernel classes, the quality build's cost rows) reads it.
 _spec = QuantSpec.trusted
 
+# (kernel class, quality family) of the GGUF kinds: the kernels that read their weights alike
+# (recommender.predict.calibrated fits one coefficient per kernel class) and the family label of their row in
+# sources/quality/quant_quality.csv (the cost fit groups llama.cpp's KLD ladder by it)
+K_QUANT = ("kquant", "gguf k-quant")
+I_QUANT = ("iquant", "gguf i-quant")
+LEGACY = ("legacy", "gguf legacy")
 
-def _gguf(name: str, bits: float, desc: str) -> QuantSpec:
-    return _spec(name=name, family="gguf", engines=[LLAMA_CPP], nominal_bits=bits, description=desc)
+
+def _gguf(name: str, bits: float, ggml_type: str, kind: tuple[str, str], desc: str,
+          file_type: Optional[str] = None) -> QuantSpec:
+    return _spec(name=name, family="gguf", engines=[LLAMA_CPP], nominal_bits=bits, description=desc,
+                 kernel_class=kind[0], quality_family=kind[1], ggml_type=ggml_type,
+                 gguf_file_type=file_type or f"MOSTLY_{name}")
 
 
 # GGUF file types: llama-quantize's ftypes (tools/quantize/quantize.cpp QUANT_OPTIONS of the llama.cpp vendored in
 # llama-cpp-python 0.3.36); nominal bits = bits per weight of the default tensor type (ggml block bytes x 8 / block
-# elements). The size of a real file comes from the per-tensor rules below, not from these.
+# elements). The size of a real file comes from the per-tensor rules below, not from these. ggml_type: the ftype's
+# default tensor type (src/llama-quant.cpp, llama_ftype_get_default_type); gguf_file_type: gguf-py's LlamaFileType
+# name (general.file_type; MXFP4 is LLAMA_FTYPE_MOSTLY_MXFP4_MOE).
 QUANTS: dict[str, QuantSpec] = {q.name: q for q in (
     _spec(name="F16", family="float", engines=[LLAMA_CPP, VLLM, TRANSFORMERS], nominal_bits=16,
-          description="IEEE half precision, unquantized"),
+          description="IEEE half precision, unquantized",
+          kernel_class="float", quality_family="float", ggml_type="F16", gguf_file_type="MOSTLY_F16"),
     _spec(name="BF16", family="float", engines=[LLAMA_CPP, VLLM, TRANSFORMERS], nominal_bits=16,
-          description="bfloat16, unquantized (the dtype most checkpoints ship in)"),
-    _gguf("Q8_0", 8.5, "GGUF 8-bit, blocks of 32 with an fp16 scale"),
-    _gguf("Q6_K", 6.5625, "GGUF 6-bit k-quant (256-element super-blocks)"),
-    _gguf("Q5_K_M", 5.5, "GGUF 5-bit k-quant mix: Q5_K, with Q6_K for output and half the attn_v / ffn_down"),
-    _gguf("Q5_K_S", 5.5, "GGUF 5-bit k-quant: Q5_K, Q6_K output"),
-    _gguf("Q4_K_M", 4.5, "GGUF 4-bit k-quant mix: Q4_K, with Q6_K for output and half the attn_v / ffn_down"),
-    _gguf("Q4_K_S", 4.5, "GGUF 4-bit k-quant: Q4_K, Q5_K for the first attn_v / first eighth of ffn_down"),
-    _gguf("Q3_K_L", 3.4375, "GGUF 3-bit k-quant mix: Q3_K, Q5_K attn_v / attn_output / ffn_down"),
-    _gguf("Q3_K_M", 3.4375, "GGUF 3-bit k-quant mix: Q3_K, Q4_K/Q5_K attn_v, Q4_K attn_output / most ffn_down"),
-    _gguf("Q3_K_S", 3.4375, "GGUF 3-bit k-quant: Q3_K throughout, Q6_K output"),
-    _gguf("Q2_K", 2.625, "GGUF 2-bit k-quant mix: Q2_K, Q3_K ffn_down / attn_output, Q3_K/Q4_K attn_v"),
-    _gguf("Q5_1", 6.0, "GGUF legacy 5-bit, blocks of 32 with fp16 scale and min"),
-    _gguf("Q5_0", 5.5, "GGUF legacy 5-bit, blocks of 32 with an fp16 scale"),
-    _gguf("Q4_1", 5.0, "GGUF legacy 4-bit, blocks of 32 with fp16 scale and min"),
-    _gguf("Q4_0", 4.5, "GGUF legacy 4-bit, blocks of 32 with an fp16 scale"),
-    _gguf("IQ4_XS", 4.25, "GGUF i-quant 4.25 bpw (non-linear grid, 256-element super-blocks)"),
-    _gguf("IQ4_NL", 4.5, "GGUF i-quant 4.5 bpw non-linear, blocks of 32"),
-    _gguf("IQ3_M", 3.4375, "GGUF i-quant 3-bit mix: IQ3_S, Q4_K attn_v / attn_output / first ffn_down"),
-    _gguf("IQ3_S", 3.4375, "GGUF i-quant 3.44 bpw"),
-    _gguf("IQ3_XS", 3.4375, "GGUF i-quant 3-bit mix: IQ3_S with IQ3_XXS attn_q / attn_k / middle ffn_gate, ffn_up"),
-    _gguf("IQ3_XXS", 3.0625, "GGUF i-quant 3.06 bpw (needs an importance matrix)"),
-    _gguf("IQ2_M", 2.5625, "GGUF i-quant 2-bit mix: IQ2_S (needs an importance matrix)"),
-    _gguf("IQ2_S", 2.3125, "GGUF i-quant 2-bit mix: IQ2_XS (needs an importance matrix)"),
-    _gguf("IQ2_XS", 2.3125, "GGUF i-quant 2.31 bpw (needs an importance matrix)"),
-    _gguf("IQ2_XXS", 2.0625, "GGUF i-quant 2.06 bpw (needs an importance matrix)"),
-    _gguf("IQ1_M", 1.75, "GGUF i-quant 1.75 bpw (needs an importance matrix)"),
-    _gguf("IQ1_S", 1.5625, "GGUF i-quant 1.56 bpw (needs an importance matrix)"),
-    _gguf("MXFP4", 4.25, "GGUF MXFP4_MOE: routed-expert tensors in MXFP4 (OCP microscaling, blocks of 32 with an E8M0 "
-                         "scale), every other quantizable tensor Q8_0 (gpt-oss's native format)"),
+          description="bfloat16, unquantized (the dtype most checkpoints ship in)",
+          kernel_class="float", quality_family="float", ggml_type="BF16", gguf_file_type="MOSTLY_BF16"),
+    _gguf("Q8_0", 8.5, "Q8_0", ("q8_0", LEGACY[1]), "GGUF 8-bit, blocks of 32 with an fp16 scale"),
+    _gguf("Q6_K", 6.5625, "Q6_K", K_QUANT, "GGUF 6-bit k-quant (256-element super-blocks)"),
+    _gguf("Q5_K_M", 5.5, "Q5_K", K_QUANT,
+          "GGUF 5-bit k-quant mix: Q5_K, with Q6_K for output and half the attn_v / ffn_down"),
+    _gguf("Q5_K_S", 5.5, "Q5_K", K_QUANT, "GGUF 5-bit k-quant: Q5_K, Q6_K output"),
+    _gguf("Q4_K_M", 4.5, "Q4_K", K_QUANT,
+          "GGUF 4-bit k-quant mix: Q4_K, with Q6_K for output and half the attn_v / ffn_down"),
+    _gguf("Q4_K_S", 4.5, "Q4_K", K_QUANT,
+          "GGUF 4-bit k-quant: Q4_K, Q5_K for the first attn_v / first eighth of ffn_down"),
+    _gguf("Q3_K_L", 3.4375, "Q3_K", K_QUANT, "GGUF 3-bit k-quant mix: Q3_K, Q5_K attn_v / attn_output / ffn_down"),
+    _gguf("Q3_K_M", 3.4375, "Q3_K", K_QUANT,
+          "GGUF 3-bit k-quant mix: Q3_K, Q4_K/Q5_K attn_v, Q4_K attn_output / most ffn_down"),
+    _gguf("Q3_K_S", 3.4375, "Q3_K", K_QUANT, "GGUF 3-bit k-quant: Q3_K throughout, Q6_K output"),
+    _gguf("Q2_K", 2.625, "Q2_K", K_QUANT,
+          "GGUF 2-bit k-quant mix: Q2_K, Q3_K ffn_down / attn_output, Q3_K/Q4_K attn_v"),
+    _gguf("Q5_1", 6.0, "Q5_1", LEGACY, "GGUF legacy 5-bit, blocks of 32 with fp16 scale and min"),
+    _gguf("Q5_0", 5.5, "Q5_0", LEGACY, "GGUF legacy 5-bit, blocks of 32 with an fp16 scale"),
+    _gguf("Q4_1", 5.0, "Q4_1", LEGACY, "GGUF legacy 4-bit, blocks of 32 with fp16 scale and min"),
+    _gguf("Q4_0", 4.5, "Q4_0", LEGACY, "GGUF legacy 4-bit, blocks of 32 with an fp16 scale"),
+    _gguf("IQ4_XS", 4.25, "IQ4_XS", I_QUANT, "GGUF i-quant 4.25 bpw (non-linear grid, 256-element super-blocks)"),
+    _gguf("IQ4_NL", 4.5, "IQ4_NL", I_QUANT, "GGUF i-quant 4.5 bpw non-linear, blocks of 32"),
+    _gguf("IQ3_M", 3.4375, "IQ3_S", I_QUANT,
+          "GGUF i-quant 3-bit mix: IQ3_S, Q4_K attn_v / attn_output / first ffn_down"),
+    _gguf("IQ3_S", 3.4375, "IQ3_S", I_QUANT, "GGUF i-quant 3.44 bpw"),
+    _gguf("IQ3_XS", 3.4375, "IQ3_S", I_QUANT,
+          "GGUF i-quant 3-bit mix: IQ3_S with IQ3_XXS attn_q / attn_k / middle ffn_gate, ffn_up"),
+    _gguf("IQ3_XXS", 3.0625, "IQ3_XXS", I_QUANT, "GGUF i-quant 3.06 bpw (needs an importance matrix)"),
+    _gguf("IQ2_M", 2.5625, "IQ2_S", I_QUANT, "GGUF i-quant 2-bit mix: IQ2_S (needs an importance matrix)"),
+    _gguf("IQ2_S", 2.3125, "IQ2_XS", I_QUANT, "GGUF i-quant 2-bit mix: IQ2_XS (needs an importance matrix)"),
+    _gguf("IQ2_XS", 2.3125, "IQ2_XS", I_QUANT, "GGUF i-quant 2.31 bpw (needs an importance matrix)"),
+    _gguf("IQ2_XXS", 2.0625, "IQ2_XXS", I_QUANT, "GGUF i-quant 2.06 bpw (needs an importance matrix)"),
+    _gguf("IQ1_M", 1.75, "IQ1_M", I_QUANT, "GGUF i-quant 1.75 bpw (needs an importance matrix)"),
+    _gguf("IQ1_S", 1.5625, "IQ1_S", I_QUANT, "GGUF i-quant 1.56 bpw (needs an importance matrix)"),
+    _gguf("MXFP4", 4.25, "MXFP4", ("mxfp4", "gguf / vLLM microscaling fp4"),
+          "GGUF MXFP4_MOE: routed-expert tensors in MXFP4 (OCP microscaling, blocks of 32 with an E8M0 scale), "
+          "every other quantizable tensor Q8_0 (gpt-oss's native format)", file_type="MOSTLY_MXFP4_MOE"),
+    # kernel class of the formats below: their own (no other format shares their kernels)
     _spec(name="AWQ-4bit", family="awq", engines=[VLLM, TRANSFORMERS], nominal_bits=4.0,
-          description="AutoAWQ GEMM, 4-bit weights, group size 128, fp16 scales and packed zeros"),
+          description="AutoAWQ GEMM, 4-bit weights, group size 128, fp16 scales and packed zeros",
+          kernel_class="awq-4bit", quality_family="vLLM/transformers AWQ int4 g128"),
     _spec(name="GPTQ-4bit", family="gptq", engines=[VLLM, TRANSFORMERS], nominal_bits=4.0,
-          description="GPTQ 4-bit, group size 128, fp16 scales, packed zeros and g_idx"),
+          description="GPTQ 4-bit, group size 128, fp16 scales, packed zeros and g_idx",
+          kernel_class="gptq-4bit", quality_family="vLLM/transformers GPTQ int4 g128"),
     _spec(name="GPTQ-8bit", family="gptq", engines=[VLLM, TRANSFORMERS], nominal_bits=8.0,
-          description="GPTQ 8-bit, group size 128, fp16 scales, packed zeros and g_idx"),
+          description="GPTQ 8-bit, group size 128, fp16 scales, packed zeros and g_idx",
+          kernel_class="gptq-8bit", quality_family="vLLM/transformers GPTQ int8 g128"),
     _spec(name="FP8", family="fp8", engines=[VLLM], nominal_bits=8.0,
-          description="FP8 E4M3 weights with per-output-channel scales (llm-compressor FP8_DYNAMIC)"),
+          description="FP8 E4M3 weights with per-output-channel scales (llm-compressor FP8_DYNAMIC)",
+          kernel_class="fp8", quality_family="vLLM W8A8 fp8"),
     _spec(name="INT8-W8A8", family="int8", engines=[VLLM], nominal_bits=8.0,
           description="INT8 weights with per-output-channel scales, dynamic per-token INT8 activations "
-                      "(llm-compressor W8A8 / compressed-tensors)"),
+                      "(llm-compressor W8A8 / compressed-tensors)",
+          kernel_class="int8-w8a8", quality_family="vLLM W8A8 int8"),
     _spec(name="BNB-NF4", family="bnb", engines=[TRANSFORMERS, VLLM], nominal_bits=4.5,
-          description="bitsandbytes 4-bit NormalFloat, blocks of 64 with an fp32 absmax (no double quant)"),
+          description="bitsandbytes 4-bit NormalFloat, blocks of 64 with an fp32 absmax (no double quant)",
+          kernel_class="bnb-nf4", quality_family="transformers bitsandbytes"),
     _spec(name="BNB-INT8", family="bnb", engines=[TRANSFORMERS, VLLM], nominal_bits=8.0,
-          description="bitsandbytes LLM.int8(): int8 weights with an fp32 scale per output row"),
+          description="bitsandbytes LLM.int8(): int8 weights with an fp32 scale per output row",
+          kernel_class="bnb-int8", quality_family="transformers bitsandbytes"),
 )}
 CATALOG_QUANTS: tuple[str, ...] = tuple(QUANTS)
 
@@ -168,15 +199,8 @@ GGML_BLOCK: dict[str, tuple[int, int]] = {
     "MXFP4": (QK4_0, MXFP4_BLOCK_BYTES),
 }
 
-# llama_ftype -> default ggml type: src/llama-quant.cpp, llama_ftype_get_default_type (llama.cpp vendored in
-# llama-cpp-python 0.3.36). "MXFP4" is LLAMA_FTYPE_MOSTLY_MXFP4_MOE.
-FTYPE_DEFAULT_TYPE = {"F16": "F16", "BF16": "BF16", "Q8_0": "Q8_0", "Q6_K": "Q6_K",
-                      "Q5_K_M": "Q5_K", "Q5_K_S": "Q5_K", "Q4_K_M": "Q4_K", "Q4_K_S": "Q4_K",
-                      "Q3_K_L": "Q3_K", "Q3_K_M": "Q3_K", "Q3_K_S": "Q3_K", "Q2_K": "Q2_K",
-                      "Q5_1": "Q5_1", "Q5_0": "Q5_0", "Q4_1": "Q4_1", "Q4_0": "Q4_0",
-                      "IQ4_XS": "IQ4_XS", "IQ4_NL": "IQ4_NL", "IQ3_M": "IQ3_S", "IQ3_S": "IQ3_S", "IQ3_XS": "IQ3_S",
-                      "IQ3_XXS": "IQ3_XXS", "IQ2_M": "IQ2_S", "IQ2_S": "IQ2_XS", "IQ2_XS": "IQ2_XS",
-                      "IQ2_XXS": "IQ2_XXS", "IQ1_M": "IQ1_M", "IQ1_S": "IQ1_S", "MXFP4": "MXFP4"}
+# llama_ftype -> default ggml type (the GGUF records of the table above; F16 / BF16 are GGUF ftypes too)
+FTYPE_DEFAULT_TYPE = {q.name: q.ggml_type for q in QUANTS.values() if q.ggml_type}
 GGUF_QUANTS: tuple[str, ...] = tuple(FTYPE_DEFAULT_TYPE)
 
 # The I-quants are sized as made with an importance matrix (llama-quantize refuses IQ1_S/IQ1_M/IQ2_* without one,
@@ -186,8 +210,7 @@ GGUF_QUANTS: tuple[str, ...] = tuple(FTYPE_DEFAULT_TYPE)
 IMATRIX_BY_DEFAULT = frozenset(q for q in FTYPE_DEFAULT_TYPE if q.startswith("IQ"))
 
 # gguf-py LlamaFileType names (general.file_type) -> catalog quantization
-_FILE_TYPE_TO_QUANT = {f"MOSTLY_{q}": q for q in FTYPE_DEFAULT_TYPE} | {"MOSTLY_MXFP4_MOE": "MXFP4"}
-_FILE_TYPE_TO_QUANT.pop("MOSTLY_MXFP4")
+_FILE_TYPE_TO_QUANT = {q.gguf_file_type: q.name for q in QUANTS.values() if q.gguf_file_type}
 
 
 def ggml_nbytes(ggml_type: str, shape: tuple[int, ...]) -> int:

@@ -1,4 +1,4 @@
-"""Layer 4, the figures: analytical terms (analytical, constants), calibrated terms (calibrated; fitted by fit) and
+"""Layer 3, the figures: analytical terms (analytical, constants), calibrated terms (calibrated; fitted by fit) and
 the Predictor (predictor), the only place that applies analytical -> calibrated -> measured."""
 
 from recommender.predict.calibrated import CALIBRATION_VERSION

@@ -5,7 +5,7 @@ Latency (ms):                 prefill = max(FLOPs / (peak x MFU), weight bytes /
                                         + fixed overhead
                               decode  = max(bytes read per step / (bandwidth x efficiency), FLOPs / (peak x MFU))
                                         + per-token overhead
-Every constant comes from recommender.constants with its source; docs/estimates.md derives each term.
+Every constant comes from recommender.predict.constants with its source; docs/estimates.md derives each term.
 TTFT and TPOT as vLLM's benchmarks define them (time to the first output token; (E2E - TTFT)/(n_out - 1)). The figures
 derived from them (E2E, decode rate, throughput) and the calibrated and measured figures that replace them are the
 Predictor's (recommender.predict.predictor): this module only computes the analytical terms.
@@ -709,6 +709,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         elif family == "gguf" and hw.int8_ops_per_s:
             peak, peak_name = hw.fp16_flops_per_s, "FP16 peak"  # the single constants' GGUF MFU is against FP16
             mfu_c = _const(C.PREFILL_MFU[engine], "gguf")
+    if hw.backend == "cpu":
+        if engine == "llama.cpp":  # a CPU's measured (or stated) bandwidth and matmul rate, not a GPU's peaks
+            eff_c = C.CPU_DECODE_BW_EFFICIENCY
+            peak, peak_name = hw.fp16_flops_per_s or hw.fp32_flops_per_s, "matmul rate"
+            mfu_c = C.CPU_MATMUL_FRACTION
+        else:  # the GPU-fitted efficiencies of these engines do not hold on a CPU: calibrated or unknown
+            bw = 0.0
     basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec:.3f} ms "
                        f"[efficiency: {eff_c.source}]")
 

@@ -11,6 +11,7 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
+from recommender.model.quant import QUANTS
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes
 
 CALIBRATION_VERSION = "cal-v2"  # v2: TPOT features carry the quantized-KV and batched-column regimes
@@ -53,19 +54,10 @@ class CalibrationSet(Strict):
 # Features
 # --------------------------------------------------------------------------------------------------------------
 def kernel_class(quant: str) -> str:
-    """Quantizations whose kernels read weights alike (one efficiency coefficient each)."""
-    q = quant.upper()
-    if q in ("F16", "BF16", "F32"):
-        return "float"
-    if q == "Q8_0":
-        return "q8_0"
-    if "_K" in q:
-        return "kquant"
-    if q.startswith("IQ"):
-        return "iquant"
-    if q in ("Q4_0", "Q4_1", "Q5_0", "Q5_1"):
-        return "legacy"
-    return q.lower()
+    """Quantizations whose kernels read weights alike (one efficiency coefficient each): the kernel class of the
+    quantization's record (recommender.model.quant.QUANTS); a name outside the table is a class of its own."""
+    spec = QUANTS.get(quant)
+    return spec.kernel_class if spec is not None else quant.lower()
 
 
 def _scales(hw: HardwareProfile, quant: str) -> tuple[float, float, float]:

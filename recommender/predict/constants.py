@@ -23,8 +23,10 @@ MIB = 1024**2
 # GGUF type on the H200 (QUANT_KERNEL_SPEEDS); v4: MoE partial offload reads only the touched experts on the GPU and
 # on the host (v3 subtracted every expert from the GPU's bytes: negative decode bytes with most blocks on the host);
 # v5 (issue 22, branch arch): llama.cpp leaves a checkpoint's MTP blocks unloaded (Qwen3-Next's resident weights and
-# decode reads drop by that block), Qwen3.5 / Nemotron-H hybrids sized (KV on attention layers, recurrent states)
-ESTIMATE_FORMULA_VERSION = "estimate-v5"
+# decode reads drop by that block), Qwen3.5 / Nemotron-H hybrids sized (KV on attention layers, recurrent states);
+# v6: the generated terms refitted on the code that reads them (their new --check found both stale): MoE decode
+# 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %
+ESTIMATE_FORMULA_VERSION = "estimate-v6"
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,19 @@ HOST_MEMORY_BANDWIDTH = Const(89.6e9, "bytes/s", "assumption: dual-channel DDR5-
 HOST_DECODE_BW_EFFICIENCY = Const(0.6, "fraction of bandwidth", "assumption: CPU decode reaches a smaller share of "
                                                                 "peak DRAM bandwidth than GPU kernels; to be fitted "
                                                                 "by calibration")
+# llama.cpp on a CPU (the planned "GPU" is this machine's CPU: --gpu cpu), against the figures
+# recommender.hardware.cpu_bench measures here (numpy copy bandwidth, float32 BLAS matmul rate; both achieved rates).
+CPU_DECODE_BW_EFFICIENCY = Const(0.6, "fraction of measured copy bandwidth",
+                                 "assumption (HOST_DECODE_BW_EFFICIENCY's); checked against the shipped 2-core Xeon rows "
+                                 "(sources/measurements/cpu-dev-machine.jsonl: Qwen3-0.6B F16 decodes 1.2 GB per token in "
+                                 "81.6 ms = 14.7 GB/s, SmolLM2-135M Q8_0 in 20.2 ms); to be fitted by calibration")
+CPU_MATMUL_FRACTION = Const(2.0, "fraction of the measured float32 BLAS rate",
+                            "estimated: llama.cpp's quantized prompt kernels multiply int8 (AVX2 maddubs, AVX-512 VNNI), "
+                            "faster than float32 sgemm; the shipped 2-core Xeon rows (sources/measurements/"
+                            "cpu-dev-machine.jsonl) prefill Qwen3-0.6B Q4_K_M at 256 tokens x 1.2 GFLOP / 746 ms = 410 "
+                            "GFLOP/s, about 2x what numpy's sgemm reaches on 2 cores (cpu_bench: 31-53 GFLOP/s on this "
+                            "shared 2-core EPYC, ~100-200 on a quiet one); one machine, no sgemm figure of the Xeon itself: "
+                            "to be fitted by calibration")
 HOST_TO_GPU_COPY_BYTES_PER_S = Const(6.5e9, "bytes/s", "measured (docs/estimates.md 6.7): llama-cpp-python 0.3.36 "
                                       "on an NVIDIA H200 host, Qwen2.5-7B Q4_K_M (synthetic weights), 512-token "
                                       "prompt: TTFT 430.3 ms at n_gpu_layers=14 against 61.0 ms with every layer, for "

@@ -48,10 +48,10 @@ FAMILY_SPEED_ROWS: dict = {
    "Tesla V100 PCIe 16GB"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "prefill_gpus": [
    "A30",
    "A40",
@@ -113,8 +113,8 @@ FAMILY_SPEED_ROWS: dict = {
    "RTX PRO 6000 Blackwell Workstation Edition"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
   "decode_overhead_ms": 0.9388,
   "prefill_gpus": [
@@ -140,10 +140,10 @@ FAMILY_SPEED_ROWS: dict = {
    "DGX Spark (GB10)"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "prefill_gpus": [
    "DGX Spark (GB10)"
   ],
@@ -165,8 +165,8 @@ FAMILY_SPEED_ROWS: dict = {
    "Tesla P40"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
   "decode_overhead_ms": 2.5334,
   "prefill_gpus": [
@@ -185,16 +185,16 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 4 GPUs: GeForce GTX 1070 Ti, GeForce GTX 1080 Ti, NVIDIA TITAN Xp, Tesla P40"
  },
  "cuda:7.0": {
-  "decode_efficiency": 0.6856,
+  "decode_efficiency": 0.6855,
   "decode_gpus": [
    "NVIDIA TITAN V",
    "Tesla V100 PCIe 16GB"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "prefill_gpus": [
    "NVIDIA TITAN V"
   ],
@@ -220,8 +220,8 @@ FAMILY_SPEED_ROWS: dict = {
    "Tesla T4"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
   "decode_overhead_ms": 4.2761,
   "prefill_gpus": [
@@ -250,10 +250,10 @@ FAMILY_SPEED_ROWS: dict = {
    "A30"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "prefill_gpus": [
    "A30"
   ],
@@ -278,8 +278,8 @@ FAMILY_SPEED_ROWS: dict = {
    "RTX A6000"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
   "decode_overhead_ms": 0.9805,
   "prefill_gpus": [
@@ -306,10 +306,10 @@ FAMILY_SPEED_ROWS: dict = {
    "Jetson AGX Orin 32GB"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 1 GPUs: Jetson AGX Orin 32GB"
  },
  "cuda:8.9": {
@@ -325,8 +325,8 @@ FAMILY_SPEED_ROWS: dict = {
    "RTX 6000 Ada Generation"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
   "decode_overhead_ms": 1.3974,
   "prefill_gpus": [
@@ -349,15 +349,15 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 8 GPUs: GeForce RTX 4060 Ti 16GB, GeForce RTX 4070 Ti SUPER, GeForce RTX 4080, GeForce RTX 4080 SUPER, GeForce RTX 4090, GeForce RTX 4090 D..."
  },
  "cuda:9.0": {
-  "decode_efficiency": 0.4161,
+  "decode_efficiency": 0.416,
   "decode_gpus": [
    "H200 SXM"
   ],
   "decode_interval": [
-   0.923,
-   1.899
+   0.93,
+   1.888
   ],
-  "decode_overhead_ms": 1.405,
+  "decode_overhead_ms": 1.4007,
   "prefill_gpus": [
    "H200 SXM"
   ],
@@ -680,7 +680,7 @@ FAMILY_SPEED_ROWS: dict = {
    0.815,
    1.228
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "prefill_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB",
@@ -712,7 +712,7 @@ FAMILY_SPEED_ROWS: dict = {
    0.815,
    1.228
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "prefill_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB",
@@ -740,7 +740,7 @@ FAMILY_SPEED_ROWS: dict = {
    0.815,
    1.228
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "prefill_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB"
@@ -766,7 +766,7 @@ FAMILY_SPEED_ROWS: dict = {
    0.815,
    1.228
   ],
-  "decode_overhead_ms": 0.8848,
+  "decode_overhead_ms": 0.884,
   "prefill_gpus": [
    "Intel Arc B570",
    "Intel Arc B580",
@@ -788,6 +788,6 @@ FITTED_TERMS: dict = {
  "kv_quant_attn_ms_per_element": 9.78e-10,
  "kv_quant_decode_ms_per_layer": 0.00905,
  "mmvq_fp32_fraction": 0.341,
- "moe_decode_ms_per_layer": 0.0239,
+ "moe_decode_ms_per_layer": 0.0298,
  "moe_prefill_matmul_factor": 2.14
 }

@@ -3,136 +3,136 @@
 
 QUANT_KERNEL_ROWS: dict = {
  "IQ3_M": {
-  "decode_factor": 1.5101,
-  "prefill_factor": 0.9881,
+  "decode_factor": 1.5123,
+  "prefill_factor": 0.9889,
   "tg128_tokens_per_s": 254.26,
   "pp512_tokens_per_s": 8695.02,
   "bits_per_weight": 3.7481,
   "rows": 1
  },
  "IQ4_NL": {
-  "decode_factor": 0.8163,
-  "prefill_factor": 1.1946,
+  "decode_factor": 0.8182,
+  "prefill_factor": 1.1956,
   "tg128_tokens_per_s": 322.75,
   "pp512_tokens_per_s": 10511.76,
   "bits_per_weight": 4.6823,
   "rows": 1
  },
  "IQ4_XS": {
-  "decode_factor": 0.8919,
-  "prefill_factor": 1.26,
+  "decode_factor": 0.8939,
+  "prefill_factor": 1.261,
   "tg128_tokens_per_s": 316.04,
   "pp512_tokens_per_s": 11087.36,
   "bits_per_weight": 4.4586,
   "rows": 1
  },
  "Q2_K": {
-  "decode_factor": 1.7644,
-  "prefill_factor": 0.7068,
+  "decode_factor": 1.767,
+  "prefill_factor": 0.7074,
   "tg128_tokens_per_s": 255.53,
   "pp512_tokens_per_s": 6219.34,
   "bits_per_weight": 3.1619,
   "rows": 1
  },
  "Q3_K_L": {
-  "decode_factor": 1.6843,
-  "prefill_factor": 0.9439,
+  "decode_factor": 1.6861,
+  "prefill_factor": 0.9447,
   "tg128_tokens_per_s": 214.7,
   "pp512_tokens_per_s": 8305.64,
   "bits_per_weight": 4.2886,
   "rows": 1
  },
  "Q3_K_M": {
-  "decode_factor": 1.7677,
-  "prefill_factor": 0.9831,
+  "decode_factor": 1.7696,
+  "prefill_factor": 0.984,
   "tg128_tokens_per_s": 218.8,
   "pp512_tokens_per_s": 8651.17,
   "bits_per_weight": 3.9944,
   "rows": 1
  },
  "Q3_K_S": {
-  "decode_factor": 2.2443,
-  "prefill_factor": 0.95,
+  "decode_factor": 2.2464,
+  "prefill_factor": 0.9508,
   "tg128_tokens_per_s": 197.36,
   "pp512_tokens_per_s": 8359.82,
   "bits_per_weight": 3.6624,
   "rows": 1
  },
  "Q4_0": {
-  "decode_factor": 0.7287,
-  "prefill_factor": 1.2642,
+  "decode_factor": 0.7307,
+  "prefill_factor": 1.2652,
   "tg128_tokens_per_s": 343.03,
   "pp512_tokens_per_s": 11124.37,
   "bits_per_weight": 4.6488,
   "rows": 1
  },
  "Q4_1": {
-  "decode_factor": 0.5497,
-  "prefill_factor": 1.1427,
+  "decode_factor": 0.5514,
+  "prefill_factor": 1.1437,
   "tg128_tokens_per_s": 376.2,
   "pp512_tokens_per_s": 10055.4,
   "bits_per_weight": 5.113,
   "rows": 1
  },
  "Q4_K_M": {
-  "decode_factor": 0.9676,
-  "prefill_factor": 1.0722,
+  "decode_factor": 0.9694,
+  "prefill_factor": 1.0731,
   "tg128_tokens_per_s": 283.31,
   "pp512_tokens_per_s": 9434.98,
   "bits_per_weight": 4.9132,
   "rows": 2
  },
  "Q4_K_S": {
-  "decode_factor": 0.9017,
-  "prefill_factor": 1.1441,
+  "decode_factor": 0.9036,
+  "prefill_factor": 1.1451,
   "tg128_tokens_per_s": 304.52,
   "pp512_tokens_per_s": 10068.13,
   "bits_per_weight": 4.6765,
   "rows": 1
  },
  "Q5_0": {
-  "decode_factor": 0.8093,
-  "prefill_factor": 1.1401,
+  "decode_factor": 0.8108,
+  "prefill_factor": 1.1411,
   "tg128_tokens_per_s": 293.1,
   "pp512_tokens_per_s": 10032.43,
   "bits_per_weight": 5.5772,
   "rows": 1
  },
  "Q5_1": {
-  "decode_factor": 0.7093,
-  "prefill_factor": 1.0357,
+  "decode_factor": 0.7108,
+  "prefill_factor": 1.0366,
   "tg128_tokens_per_s": 302.14,
   "pp512_tokens_per_s": 9114.16,
   "bits_per_weight": 6.0414,
   "rows": 1
  },
  "Q5_K_M": {
-  "decode_factor": 0.9494,
-  "prefill_factor": 1.049,
+  "decode_factor": 0.9509,
+  "prefill_factor": 1.0499,
   "tg128_tokens_per_s": 261.81,
   "pp512_tokens_per_s": 9231.27,
   "bits_per_weight": 5.7134,
   "rows": 1
  },
  "Q5_K_S": {
-  "decode_factor": 0.8893,
-  "prefill_factor": 1.0763,
+  "decode_factor": 0.8908,
+  "prefill_factor": 1.0772,
   "tg128_tokens_per_s": 277.05,
   "pp512_tokens_per_s": 9471.05,
   "bits_per_weight": 5.5772,
   "rows": 1
  },
  "Q6_K": {
-  "decode_factor": 1.1692,
-  "prefill_factor": 0.9549,
+  "decode_factor": 1.1704,
+  "prefill_factor": 0.9557,
   "tg128_tokens_per_s": 207.97,
   "pp512_tokens_per_s": 8402.92,
   "bits_per_weight": 6.5636,
   "rows": 1
  },
  "Q8_0": {
-  "decode_factor": 0.6517,
-  "prefill_factor": 1.2445,
+  "decode_factor": 0.6527,
+  "prefill_factor": 1.2455,
   "tg128_tokens_per_s": 258.8,
   "pp512_tokens_per_s": 10951.17,
   "bits_per_weight": 8.501,

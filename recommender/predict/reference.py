@@ -2,7 +2,7 @@
 
 Each reading is a llama-bench test: ``pp512`` (prefill of 512 tokens from an empty cache, tokens/s) or ``tg128``
 (128 generated tokens from an empty cache, tokens/s). :func:`predict` answers the same question with
-:func:`recommender.estimate.estimate`, so fitting and testing compare like with like.
+:func:`recommender.predict.analytical.estimate`, so fitting and testing compare like with like.
 """
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_rope_dimension_count(hd)
         w.add_layer_norm_eps(1e-5)
     elif spec.is_mla:
-        # the split MLA layout recommender.arch lists (attn_k_b / attn_v_b), with the keys convert_hf_to_gguf.py
+        # the split MLA layout recommender.model.arch lists (attn_k_b / attn_v_b), with the keys convert_hf_to_gguf.py
         # writes for it (DeepseekV2Model.set_gguf_parameters): MQA over the latent -- one KV head whose key is
         # kv_lora_rank + rope wide and whose value is kv_lora_rank wide -- and the per-head sizes in *_mla. llama.cpp
         # then caches the compressed latent (hparams.is_mla(): n_embd_head_k_mla != 0).
@@ -411,7 +411,7 @@ def build_synthetic_gguf(spec: ModelSpec, quant: str, out_path: Path, *, seed: i
     """Write a random-weight GGUF of ``spec`` in ``quant`` (F16, BF16, Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q4_0, Q4_1) to
     ``out_path`` and return the path.
 
-    The tensors (names, shapes, ggml types) are exactly ``recommender.quant.gguf_tensor_types(spec, quant)``, so
+    The tensors (names, shapes, ggml types) are exactly ``recommender.model.quant.gguf_tensor_types(spec, quant)``, so
     the tensor data section weighs ``recommender.model.quant.weights_bytes(spec, quant)``; the architecture metadata is
     what llama.cpp's loader needs for ``gguf_arch(spec)`` (block count, widths, head counts and sizes, experts,
     MLA ranks, Gemma sliding windows).

@@ -1,4 +1,4 @@
-"""Layer 6, the answer: a query (query), candidates with their predictions and quality (candidates, quality), the
+"""Layer 4, the answer: a query (query), candidates with their predictions and quality (candidates, quality), the
 weighted score (score) and the ranking (recommend)."""
 
 from recommender.rank.candidates import Candidate, CandidateBuilder, enumerate_candidates

@@ -11,16 +11,40 @@ from recommender.core.records import CHAT_CHECKPOINTS, CatalogReader, Figure, Ha
 from recommender.hardware.profiles import load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
+from recommender.predict.analytical import memory
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
 from recommender.rank.launch import Launch
-from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost
+from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost, ranked_accuracy
 from recommender.rank.query import LATENCY_FIELD, Query
 from recommender.score.order import serve_slos
+from recommender.score.weighted import HEADROOM_MIN_BYTES, HEADROOM_SHARE
+
+# A reasoning checkpoint writes hidden reasoning before its visible answer (issue 23): the time to the visible answer
+# is TTFT + R x TPOT, and E2E, throughput and goodput decode R + n_out tokens. No token usage per checkpoint is in the
+# sources yet, so R is one published ratio for every workload: reasoning models generate ~18x the tokens of
+# non-reasoning models on the same tasks (Srivastava et al., "Do LLMs Overthink Basic Math Reasoning?", 53 LLMs,
+# arXiv:2507.04023 abstract), read as total output = 18 x the visible answer, R = 17 x n_out. Hybrid checkpoints (Qwen3,
+# GLM-4.5+, DeepSeek-V3.1+) are planned in their non-thinking mode (R = 0), the mode their comparable accuracy has.
+REASONING_TOKEN_RATIO = 18.0
+REASONING_BASIS = ("reasoning tokens R = (18 - 1) x the workload's answer tokens: reasoning models generate ~18x the "
+                   "tokens of non-reasoning ones (Srivastava et al. 2025, arXiv:2507.04023, 53 LLMs, basic math; a "
+                   "stated default: no published token usage for this checkpoint)")
+
+
+def reasoning_tokens(spec: ModelSpec, output_tokens: int) -> tuple[int, str]:
+    """(hidden reasoning tokens before the visible answer, the planned mode with its basis) of a checkpoint."""
+    kind = spec.checkpoint_kind
+    if kind == "reasoning":
+        return round((REASONING_TOKEN_RATIO - 1.0) * output_tokens), f"thinking (reasoning checkpoint): {REASONING_BASIS}"
+    if kind == "hybrid":
+        return 0, "non-thinking (hybrid checkpoint planned in its non-thinking mode: no reasoning tokens)"
+    return 0, "no thinking"
+
 
 QUALITY_FIGURES = ("zh_accuracy", "en_accuracy", "ppl_ratio", "task_accuracy", "zh_comparable", "en_comparable",
-                   "quant_cost_points")
+                   "quant_cost_points", "task_accuracy_ranked")
 
 
 class Candidate(Prediction):
@@ -98,7 +122,7 @@ class CandidateBuilder:
         self.quality = QualityIndex(catalog)
         self.wanted = {catalog.resolve_model(m).id for m in q.models}
         self.models = catalog.models()
-        self.tasks = TaskAccuracy(catalog, self.quality, self.models)
+        self.tasks = TaskAccuracy(catalog, self.quality, self.models, q.workload.name)
         self.quant_table = catalog.quant_quality()
         self.groups = tuple(q.workload.accuracy_tasks)
         self.slo = Slo(**dict(zip(("ttft_ms", "tpot_ms"), serve_slos(q.workload, q)))) \
@@ -124,7 +148,9 @@ class CandidateBuilder:
         if key not in self._support:  # per (engine, quant) on this hardware
             self._support[key] = engine_supported(engine, QUANTS[quant].family, quant, hw)
         unsupported = self._support[key]
-        prompt = min(wl.prompt_tokens, max(ctx - wl.output_tokens, 1))
+        think, mode = reasoning_tokens(spec, wl.output_tokens)
+        n_out = wl.output_tokens + think  # decoded tokens: hidden reasoning, then the visible answer
+        prompt = min(wl.prompt_tokens, max(ctx - n_out, 1))
         plan = None
         if q.machine is not None and split:  # several GPUs: the engine's default split over all of them
             plan = default_plan(engine, spec, q.machine)
@@ -140,8 +166,18 @@ class CandidateBuilder:
             """The candidate's other fields: its quality figures, the constrained latency and the limits it breaks
             (a split's per-device memory and the serve SLOs are checked below, once the record exists)."""
             figs.update(quality)
+            figs["thinking_tokens"] = Figure(think, "tokens", "estimated", mode)
+            if think and self.slo is None and figs["ttft_ms"].value is not None and figs["tpot_ms"].value is not None:
+                t, d = figs["ttft_ms"], figs["tpot_ms"]
+                figs["ttft_first_token_ms"] = t
+                figs["ttft_ms"] = Figure(t.value + think * d.value, "ms", "estimated", interval=None,
+                                         basis=f"time to the visible answer = TTFT {t.value:.0f} ms + {think} reasoning "
+                                               f"tokens x TPOT {d.value:.1f} ms ({mode})")
             lat, vram = figs[field].value, figs["total_vram_bytes"].value
             reasons = []
+            if think and ctx < wl.prompt_tokens + n_out:
+                reasons.append(f"context {ctx} holds no {wl.prompt_tokens}-token prompt + {think} reasoning + "
+                               f"{wl.output_tokens} answer tokens")
             if unsupported:
                 reasons.append(unsupported)
             if ctx > spec.max_position_embeddings:
@@ -161,7 +197,7 @@ class CandidateBuilder:
                     "score": None, "score_parts": {}, "latency_ms": lat, "excluded": reasons}
 
         config = Config(model=mid, quant=quant, engine=engine, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
-                        output_tokens=wl.output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan)
+                        output_tokens=n_out, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan)
         mem = None
         if screen and plan is None:
             budget = hw.memory_bytes if q.machine is not None else q.vram_bytes
@@ -180,10 +216,65 @@ class CandidateBuilder:
                                   f"{d.budget_bytes / 1024**3:.1f} GiB")
         if self.slo is not None:  # serve: the figures under load of `batch` clients, goodput at the workload's SLOs
             c.figures.update(self.serving(c, self.slo))
+            if think:
+                self._visible_serve_ttft(c, think, mode)
             g = c.figures["goodput_requests_per_s"]
             if g.value == 0:
                 c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
+
+    def _offload_memory(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: Optional[int]):
+        q, spec = self.q, self.models[mid]
+        return memory(spec, quant, engine, q.hardware, context_tokens=ctx, batch=batch,
+                      prompt_tokens=min(q.workload.prompt_tokens, max(ctx - q.workload.output_tokens, 1)),
+                      output_tokens=q.workload.output_tokens, variant=self.variants[(mid, quant)], gpu_layers=n)
+
+    def offload_layers(self, mid: str, quant: str, engine: str, ctx: int, batch: int) -> Optional[int]:
+        """llama.cpp partial offload of a configuration too big for the GPU: the most layers (n_gpu_layers, the output
+        layer first; docs/estimates.md 6.7) whose memory fits the budget less the score's headroom (room for the
+        estimate's error and the runtime, as one sets -ngl leaving a margin), found by bisection on the memory terms
+        alone; None when the whole model fits (the GPU-only configuration is the plan), not even the output layer
+        fits, or host RAM (q.host_ram_bytes) cannot hold the rest of the weights and their KV cache."""
+        q, spec = self.q, self.models[mid]
+        if self._offload_memory(mid, quant, engine, ctx, batch, None).total_bytes <= q.vram_bytes:
+            return None
+        target = q.vram_bytes - max(HEADROOM_SHARE * q.vram_bytes, HEADROOM_MIN_BYTES)
+        lo, hi, best = 1, max(spec.num_layers, 1), None
+        while lo <= hi:
+            n = (lo + hi) // 2
+            m = self._offload_memory(mid, quant, engine, ctx, batch, n)
+            if m.total_bytes <= target:
+                best, lo = (n, m), n + 1
+            else:
+                hi = n - 1
+        if best is None:
+            return None
+        n, m = best
+        return n if m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes) <= q.host_ram_bytes else None
+
+    def build_offload(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: int) -> Candidate:
+        """The partial-offload candidate at n_gpu_layers ``n`` (offload_layers), with a note of the split."""
+        c = self.build(mid, quant, engine, ctx, batch, gpu_layers=n)
+        m = self._offload_memory(mid, quant, engine, ctx, batch, n)
+        host = m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes)
+        c.notes.append(f"partial offload: n_gpu_layers {n} (the output layer and {n - 1} of "
+                       f"{self.models[mid].num_layers} blocks on the GPU), {host / 1024**3:.1f} GiB of weights and KV "
+                       f"cache in host RAM ({self.q.host_ram_bytes / 1024**3:.1f} GiB usable)")
+        return c
+    def _visible_serve_ttft(self, c: Candidate, think: int, mode: str) -> None:
+        """Serve: a reasoning checkpoint's visible answer starts after its reasoning tokens at the loaded TPOT; the
+        TTFT SLO applies to it (goodput 0 when it misses). Throughput and E2E already decode reasoning + answer."""
+        t, d = c.figures["serve_ttft_ms"], c.figures["serve_tpot_ms"]
+        if t.value is None or d.value is None:
+            return
+        vis = t.value + think * d.value
+        c.figures["serve_ttft_ms"] = Figure(vis, "ms", "estimated", f"time to the visible answer under load = TTFT "
+                                            f"{t.value:.0f} ms + {think} reasoning tokens x TPOT {d.value:.1f} ms "
+                                            f"({mode})")
+        if self.slo.ttft_ms is not None and vis > self.slo.ttft_ms:
+            c.figures["goodput_requests_per_s"] = Figure(0.0, "requests/s", "estimated",
+                                                         f"the visible answer starts after {vis:.0f} ms, past the TTFT "
+                                                         f"SLO of {self.slo.ttft_ms:.0f} ms ({think} reasoning tokens)")
 
     def quality_figures(self, mid: str, quant: str) -> dict[str, Figure]:
         """The quality figures of a variant (model x quant), the same for each of its engines, contexts and batches:
@@ -195,6 +286,7 @@ class CandidateBuilder:
             quality = self._quality[(mid, quant)] = {
                 "zh_accuracy": self.quality.zh(mid, quant), "en_accuracy": self.quality.en(mid, quant),
                 "ppl_ratio": self.quality.ppl_ratio(quant, mid), "task_accuracy": acc,
+                "task_accuracy_ranked": ranked_accuracy(acc, self.q.risk),
                 "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
                 "en_comparable": self.tasks.group(mid, "en", quant)[0],
                 "quant_cost_points": quant_cost(self.quant_table, quant, spec.params_active, measured)}
@@ -208,7 +300,8 @@ class CandidateBuilder:
             self._measured_models = {m for m, _quant in self.quality._acc}
         if mid in self._measured_models:
             return None
-        return {"task_accuracy": self.tasks.accuracy(mid, None, self.groups)[0],
+        acc = self.tasks.accuracy(mid, None, self.groups)[0]
+        return {"task_accuracy": acc, "task_accuracy_ranked": ranked_accuracy(acc, self.q.risk),
                 "zh_comparable": self.tasks.group(mid, "zh")[0], "en_comparable": self.tasks.group(mid, "en")[0],
                 "quant_cost_points": Figure(0.0, "points", "estimated", "no quantization cost (a lower bound)")}
 
@@ -228,7 +321,8 @@ def skips_base(q: Query, spec: ModelSpec, wanted: set[str]) -> bool:
 
 class CandidateKey(NamedTuple):
     """One configuration of a query's grid (CandidateBuilder.build's arguments): ``split`` False is the first GPU
-    alone of a multi-GPU machine."""
+    alone of a multi-GPU machine; ``gpu_layers``: llama.cpp partial offload, n_gpu_layers (CandidateBuilder.
+    offload_layers), the rest in host RAM."""
 
     model: str
     quant: str
@@ -236,6 +330,24 @@ class CandidateKey(NamedTuple):
     context_tokens: int
     batch: int
     split: bool = True
+    gpu_layers: Optional[int] = None
+
+
+# Partial offload is offered for a variant whose weights are more than this share of the GPU budget (below it the
+# whole model fits with its KV cache, and the GPU-only configuration is the one to run) and fit in GPU + host RAM.
+OFFLOAD_MIN_WEIGHTS_SHARE = 0.85
+OFFLOAD_BACKENDS = ("cuda", "rocm")  # discrete GPUs with host RAM behind PCIe (llama.cpp -ngl); Apple/iGPUs share it
+
+
+def offload_wanted(q: Query, builder: "CandidateBuilder", mid: str, quant: str, engine: str) -> bool:
+    """Whether a variant gets a partial-offload configuration: llama.cpp on one discrete GPU, a latency workload
+    (one stream), host RAM given, and weights too big for the GPU yet within GPU + host RAM."""
+    if engine != "llama.cpp" or q.host_ram_bytes is None or q.machine is not None \
+            or q.hardware.backend not in OFFLOAD_BACKENDS or q.workload.rank_by == "goodput":
+        return False
+    v = builder.variants.get((mid, quant))
+    w = getattr(v, "weights_bytes", None)
+    return bool(w) and OFFLOAD_MIN_WEIGHTS_SHARE * q.vram_bytes < w < q.vram_bytes + q.host_ram_bytes
 
 
 def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
@@ -259,15 +371,21 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
         for engine in qs.engines:
             if q.engines and engine not in q.engines:
                 continue
+            off = offload_wanted(q, b, mid, quant, engine)
             for ctx in wl.contexts:
                 for batch in wl.batches:
                     out.append(CandidateKey(mid, quant, engine, ctx, batch))
                     if q.machine is not None:  # and on the first GPU alone
                         out.append(CandidateKey(mid, quant, engine, ctx, batch, False))
+                    n = b.offload_layers(mid, quant, engine, ctx, batch) if off and batch == 1 else None
+                    if n is not None:
+                        out.append(CandidateKey(mid, quant, engine, ctx, batch, gpu_layers=n))
     return out
 
 
 def build_key(builder: CandidateBuilder, k: CandidateKey, screen: bool = False) -> Union[Candidate, OverBudget]:
+    if k.gpu_layers is not None:
+        return builder.build_offload(k.model, k.quant, k.engine, k.context_tokens, k.batch, k.gpu_layers)
     return builder.build(k.model, k.quant, k.engine, k.context_tokens, k.batch, split=k.split, screen=screen)
 
 

@@ -198,7 +198,8 @@ class TaskAccuracy:
     size alone (least squares over the catalog models the table has), marked estimated, with its interval and how to
     measure it."""
 
-    def __init__(self, catalog: CatalogReader, quality: "QualityIndex", models: dict) -> None:
+    def __init__(self, catalog: CatalogReader, quality: "QualityIndex", models: dict, workload: str = "") -> None:
+        self.workload = workload  # a code specialist's estimate serves the code workload only
         self.table = catalog.model_quality()
         self.quality = quality
         self.models = models
@@ -237,6 +238,12 @@ class TaskAccuracy:
                                     f"{b:.3f} x MMLU (least squares over {n} catalog models with a published MMLU and "
                                     f"OLL v2 figure, RMSE {rmse:.1f} points); {m.basis}"), True
         row = self.table.get((model_id, grp))
+        if row is not None and row["provenance"] == "estimated" and self.workload and self.workload != "code" \
+                and "specialist: code" in (row["flags"] or "") and "borrowed from text base" not in (row["flags"] or ""):
+            return Figure(value=None, unit="points", provenance="unknown",
+                          basis=f"{GROUP_LABEL[grp]}: a code-specialist checkpoint with no {grp} figure of its own or "
+                                f"of its text base; its regression estimate ({row['value_points']:.1f}) is not used "
+                                f"for the {self.workload} workload; {MEASURE_HINT}"), False
         if row is not None:
             basis = (f"{GROUP_LABEL[grp]} {row['value_points']:.1f} [{row['interval_low']:.1f}, "
                      f"{row['interval_high']:.1f}] {row['provenance']}: {row['method'][:160]}")
@@ -277,6 +284,13 @@ class TaskAccuracy:
                             f"({a:.1f} + {b:.1f} x log10(active params), least squares over {n} catalog models with "
                             f"published or bridged figures, RMSE {rmse:.1f} points); {MEASURE_HINT}")
 
+    def evidence(self, model_id: str, quant: Optional[str], groups: tuple[str, ...]) -> str:
+        """measured / published / bridged / estimated / unknown: the weakest evidence of the groups A averages."""
+        fig, _measured = self.accuracy(model_id, quant, groups)
+        rows = [{"provenance": "measured"} if self.group(model_id, g, quant)[1] else self.table.get((model_id, g))
+                for g in groups]
+        return evidence_class(fig, rows)
+
     def accuracy(self, model_id: str, quant: Optional[str], groups: tuple[str, ...]) -> tuple[Figure, bool]:
         """(A, every group measured?) for these groups: their mean, named in the basis."""
         quant = self._measured_quant(model_id, quant)
@@ -301,6 +315,93 @@ class TaskAccuracy:
                                  f"{g}: {f.basis}" for g, f, _ in parts))
             self._cache[key] = (fig, all(m for _, _, m in parts))
         return self._cache[key]
+
+
+# --risk: the task accuracy the ranking uses is a lower quantile of A's interval, so that an estimate with a wide
+# interval does not outrank a published figure inside it (issue 23). z of the standard normal; the interval's lower
+# half-width / 1.96 is the SD on the low side (the logit intervals of model_quality.csv are asymmetric).
+RISK_Z = {"neutral": 0.0, "moderate": 1.0, "averse": 1.645}
+RISK_QUANTILE = {"neutral": "the point value (mean)", "moderate": "the 16th percentile (mean - 1 SD)",
+                 "averse": "the 5th percentile (mean - 1.645 SD)"}
+DEFAULT_RISK = "moderate"
+
+
+def ranked_accuracy(fig: Figure, risk: str = DEFAULT_RISK) -> Figure:
+    """The figure the score ranks on: ``fig``'s lower quantile at this risk level (RISK_Z), from its interval's low
+    side; a figure without an interval is used as it is (said so)."""
+    z = RISK_Z[risk]
+    if fig.value is None or z == 0.0 or not fig.interval:
+        return Figure(value=fig.value, unit=fig.unit, provenance=fig.provenance, interval=fig.interval,
+                      basis=f"risk {risk}: " + ("the point value" if fig.interval or fig.value is None
+                                                else "no interval, the point value"))
+    sd_low = max(fig.value - fig.interval[0], 0.0) / _Z95
+    return Figure(value=round(fig.value - z * sd_low, 3), unit=fig.unit, provenance=fig.provenance,
+                  interval=fig.interval,
+                  basis=f"risk {risk}: {RISK_QUANTILE[risk]} of A {fig.value:.1f} [{fig.interval[0]:.1f}, "
+                        f"{fig.interval[1]:.1f}] = {fig.value:.1f} - {z:g} x {sd_low:.2f}")
+
+
+EVIDENCE_ORDER = ("measured", "published", "bridged", "estimated", "unknown")
+
+
+def evidence_class(figure: Figure, table_rows: list[Optional[dict]]) -> str:
+    """measured / published / bridged / estimated / unknown of a task accuracy: the weakest of its groups (the table
+    rows' provenance; a measured figure is measured)."""
+    if figure.value is None:
+        return "unknown"
+    worst = 0
+    for r in table_rows:
+        p = r["provenance"] if r else "estimated"
+        worst = max(worst, EVIDENCE_ORDER.index(p) if p in EVIDENCE_ORDER else 3)
+    return EVIDENCE_ORDER[worst]
+
+
+_DATED = [(re.compile(r"hf_open_llm_leaderboard_v2"), "2025-03-21 (OLL v2 final snapshot)"),
+          (re.compile(r"lmarena_text_(\d{4})(\d{2})(\d{2})"), r"\1-\2-\3 (LMArena)"),
+          (re.compile(r"Qwen3 Technical Report"), "2025-05 (Qwen3 Technical Report)")]
+_LB = re.compile(r"livebench\[([0-9_,]+)\]")
+_CARD_DATE = re.compile(r"card\[[^\]]*?\(date (.*?)\): ")
+
+
+def source_dates(text: str) -> str:
+    """The dates of the sources a model_quality row names (OLL v2 snapshot, LMArena, LiveBench releases, card dates),
+    as written there."""
+    out = []
+    for rx, label in _DATED:
+        for m in rx.finditer(text or ""):
+            out.append(m.expand(label))
+    for m in _LB.finditer(text or ""):
+        out.append("LiveBench " + ", ".join(r.replace("_", "-") for r in m.group(1).split(",")))
+    for m in _CARD_DATE.finditer(text or ""):
+        out.append(m.group(1))
+    return "; ".join(dict.fromkeys(out)) or "not stated"
+
+
+def evidence_rows(tasks: "TaskAccuracy", cands: list, groups: tuple[str, ...]) -> list[dict]:
+    """The evidence table of ranked rows (``--explain``, the HTML report): per row its task accuracy, the figure the
+    ranking used, the planned thinking mode and, per group, the figure, its interval, class (measured / published /
+    bridged / estimated / unknown), source and date."""
+    out = []
+    for c in cands:
+        acc = c.figures["task_accuracy"]
+        ranked = c.figures.get("task_accuracy_ranked", acc)
+        think = c.figures.get("thinking_tokens")
+        parts = []
+        for g in groups:
+            fig, measured = tasks.group(c.model, g, c.quant)
+            row = tasks.table.get((c.model, g))
+            cls = "measured" if measured else (row["provenance"] if row and fig.value is not None else
+                                               "unknown" if fig.value is None else "estimated")
+            src = fig.basis if measured or row is None else f"{row['method'][:200]} | sources: {row['sources'][:200]}"
+            parts.append({"group": g, "value": fig.value, "interval": fig.interval, "class": cls,
+                          "source": src, "date": "this machine" if measured else source_dates(
+                              (row or {}).get("sources", "") + " " + (row or {}).get("method", ""))})
+        out.append({"rank": c.rank, "model": c.model, "quant": c.quant, "task_accuracy": acc.value,
+                    "interval": acc.interval, "ranked_accuracy": ranked.value,
+                    "evidence": tasks.evidence(c.model, c.quant, groups),
+                    "mode": think.basis.split(" (")[0].split(":")[0] if think else "not stated",
+                    "thinking_tokens": think.value if think else None, "groups": parts})
+    return out
 
 
 def quant_cost(table: dict[str, dict], quant: str, params_active: int, measured: bool = False) -> Figure:

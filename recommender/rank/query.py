@@ -31,6 +31,11 @@ class Query(Strict):
     include_base: bool = False  # rank base checkpoints in a chat workload too
     per_model: int = 1  # best candidates kept per model (de-duplication)
     top: int = 10
+    # host RAM partial offload may use (llama.cpp n_gpu_layers below all): None = no offload candidates
+    host_ram_bytes: Optional[int] = None
+    # the task accuracy the score ranks on (recommender.rank.quality.ranked_accuracy): neutral = the point value,
+    # moderate = its 16th percentile, averse = its 5th percentile
+    risk: Literal["neutral", "moderate", "averse"] = "moderate"
 
 
 def resolve_models(catalog, names: list[str]) -> list[str]:

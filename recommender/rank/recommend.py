@@ -13,6 +13,7 @@ from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateK
                                          skips_base)
 from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
+from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE, evidence_rows
 from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bounds, rank, value_scale
 
 # The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
@@ -20,6 +21,7 @@ FIRST_ROUND_VARIANTS = 64
 # A bound is compared with the shown scores, which are rounded to SCORE_DECIMALS (6): a margin of 1e-6 keeps the
 # comparison exact whatever the rounding did (score.order.SCORE_DECIMALS).
 BOUND_MARGIN = 1e-6
+EVIDENCE_ROWS = 5  # top rows whose accuracy evidence is listed (--explain, the HTML report)
 
 
 class Recommendation(Strict):
@@ -28,6 +30,7 @@ class Recommendation(Strict):
     excluded: list[Candidate]  # strongest excluded candidates, with reasons
     counts: dict[str, int]
     notes: list[str] = Field(default_factory=list)
+    evidence: list[dict] = Field(default_factory=list)  # the top rows' accuracy evidence (rank.quality.evidence_rows)
 
 
 def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
@@ -70,16 +73,30 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
         top = ranked[0].figures["task_accuracy"]
         notes.append(f"task accuracy = {' + '.join(q.workload.accuracy_tasks)} (en: Open LLM Leaderboard v2 scale, "
                      f"zh: C-Eval %), in points; docs/scoring.md")
-        if top.provenance == "estimated":
-            iv = f", 95 % interval {top.interval[0]:.1f}-{top.interval[1]:.1f}" if top.interval else ""
-            notes.append(f"the top pick's task accuracy is estimated ({top.value:.1f}{iv}): measure it with "
-                         f"`recommender probe accuracy`")
+        groups = tuple(q.workload.accuracy_tasks)
+        ev = [builder.tasks.evidence(c.model, c.quant, groups) for c in ranked[:2]]
+        ranked_fig = ranked[0].figures.get("task_accuracy_ranked")
+        notes.append(f"the top pick's task accuracy is {ev[0]} ({top.value:.1f}"
+                     + (f", 95 % interval {top.interval[0]:.1f}-{top.interval[1]:.1f}" if top.interval else "")
+                     + f"); ranked on {RISK_QUANTILE[q.risk]} (--risk {q.risk})"
+                     + (f" = {ranked_fig.value:.1f}" if ranked_fig is not None and ranked_fig.value is not None else ""))
+        if len(ev) > 1 and EVIDENCE_ORDER.index(ev[0]) > EVIDENCE_ORDER.index(ev[1]):
+            notes.append(f"the top pick's accuracy evidence ({ev[0]}) is weaker than #2's ({ranked[1].model}: "
+                         f"{ev[1]})")
+        if ev[0] == "estimated":
+            notes.append("measure the top pick's accuracy with `recommender probe accuracy`")
     for c in (*ranked, *strongest):  # the rows shown: how to run each (recommender.rank.launch)
         c.launch = launch_recipe(c, q.hardware, q.machine)
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
-                          counts={"candidates": len(keys), "predicted": len(cands), "feasible": len(feasible),
+                          # candidates: the grid (tune's, with --no-offload); offload: the partial-offload
+                          # configurations added to it (candidate_keys), among the predicted ones when shown
+                          counts={"candidates": sum(k.gpu_layers is None for k in keys),
+                                  "offload": sum(k.gpu_layers is not None for k in keys),
+                                  "predicted": len(cands), "feasible": len(feasible),
                                   "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
-                          notes=notes)
+                          notes=notes,
+                          evidence=evidence_rows(builder.tasks, ranked[:EVIDENCE_ROWS], tuple(q.workload.accuracy_tasks))
+                          if q.normalization == "value" else [])
 
 
 def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) -> tuple[list, tuple[list, list, list]]:

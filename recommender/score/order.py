@@ -14,7 +14,7 @@ import heapq
 import math
 from typing import Optional
 
-from recommender.score.weighted import COMFORT_TPOT_MS, READING_TPOT_MS, ValueScale, score_rows
+from recommender.score.weighted import COMFORT_TPOT_MS, READING_TPOT_MS, U_DECODE_AT_READING, ValueScale, score_rows
 
 STRONGEST_EXCLUDED = 5  # excluded candidates shown with --explain, one per model
 # Scores are rounded to this many decimals before sorting: closer ones tie and are ordered by latency (order_key).
@@ -29,7 +29,7 @@ def costs(c, method: str = "minmax") -> dict[str, Optional[float]]:
     """The criteria of one candidate as costs (lower is better). The brief's (minmax / zscore): latency ms, memory
     bytes, perplexity ratio, 100 - published C-Eval/CMMLU %, 100 - MMLU %, 100 - A. Value: the same latency and
     memory, goodput (serve), the quantization cost in points, and 100 - the comparable group accuracies."""
-    acc = c.figures.get("task_accuracy")
+    acc = c.figures.get("task_accuracy_ranked") or c.figures.get("task_accuracy")  # --risk's lower quantile
     out = {"latency": c.latency_ms, "vram": float(c.total_vram_bytes), "acc": _less(acc.value if acc else None)}
     if method == "value":
         qp = c.figures.get("quant_cost_points")
@@ -49,7 +49,7 @@ def value_scale(q) -> ValueScale:
     if q.latency_metric == "ttft":
         comfort, default = wl.ttft_comfort_ms, wl.ttft_limit_ms
     elif q.latency_metric == "tpot":
-        comfort, default = COMFORT_TPOT_MS, READING_TPOT_MS
+        comfort, default = comfort_tpot_ms(wl), READING_TPOT_MS
     else:  # e2e = TTFT + (n_out - 1) x TPOT at the anchors
         n = max(wl.output_tokens - 1, 0)
         comfort, default = wl.ttft_comfort_ms + n * COMFORT_TPOT_MS, wl.ttft_limit_ms + n * READING_TPOT_MS
@@ -57,10 +57,16 @@ def value_scale(q) -> ValueScale:
     target = goodput_target(wl) if wl.rank_by == "goodput" else None
     guard = None
     if q.latency_metric == "ttft":
-        guard = ("tpot", COMFORT_TPOT_MS, READING_TPOT_MS)
+        guard = ("tpot", comfort_tpot_ms(wl), READING_TPOT_MS, U_DECODE_AT_READING)
     elif q.latency_metric == "tpot":
         guard = ("ttft", min(wl.ttft_comfort_ms, wl.ttft_limit_ms / 2.0), wl.ttft_limit_ms)
     return ValueScale(q.vram_bytes, min(comfort, limit / 2.0), limit, q.max_latency_ms is not None, target, guard)
+
+
+def comfort_tpot_ms(wl) -> float:
+    """The TPOT from which a faster stream costs nothing: the workload's comfortable decode speed, else twice
+    reading speed."""
+    return 1000.0 / wl.decode_comfort_tok_s if wl.decode_comfort_tok_s else COMFORT_TPOT_MS
 
 
 def serve_slos(wl, q=None) -> tuple[float, float]:

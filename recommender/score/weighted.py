@@ -39,8 +39,12 @@ from recommender.core.errors import UserError
 
 # The label of the score, the order and the quality figures they read (recommender.versions; tests/test_golden.py):
 # bump it when a ranking or a score changes while the predicted figures do not.
-SCORE_VERSION = "score-v3-value"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3: every
-# catalog model's own comparable-accuracy row (sources/quality rebuilt 2026-12-01), classifier checkpoints out of chat
+SCORE_VERSION = "score-v6-evidence"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3:
+# every catalog model's own comparable-accuracy row (sources/quality rebuilt 2026-12-01), classifier checkpoints out of
+# chat; v4: bitsandbytes quantizations priced by their own quant_quality rows (were unknown: the worst price); v5: decode
+# speed priced from the workload's comfortable speed (decode_comfort_tok_s) down to reading speed; v6 (issue 23): ranked
+# on a lower quantile of the accuracy interval (--risk), publisher-table bridges (inputs/card_scores.csv), vision/code
+# checkpoints on their text base's evidence, reasoning tokens in the time to the visible answer
 CRITERIA = ("latency", "vram", "ppl", "zh", "en", "acc")
 # The brief's weights; under value the task-accuracy weight is on the workload's task mix (acc), under the brief's
 # min-max / z-score on C-Eval (zh), as the brief had it.
@@ -168,16 +172,24 @@ def u_memory(m_bytes: Optional[float], budget_bytes: float) -> float:
     return U_MEM_AT_LIMIT * excess * excess
 
 
-def u_latency(t_ms: Optional[float], t_ok_ms: float, limit_ms: float, user_limit: bool) -> float:
+# Decode speed (the TPOT term of a latency-ranked workload): free from the workload's comfortable speed
+# (decode_comfort_tok_s), priced on a log scale down to reading speed, where it costs U_DECODE_AT_READING: 9.6 points
+# at the default weights (0.30 x 0.08 / 0.0025) -- what a user gives up to read as it streams rather than wait for it;
+# beyond reading speed + U_BEYOND per decade as every latency.
+U_DECODE_AT_READING = 0.08
+
+
+def u_latency(t_ms: Optional[float], t_ok_ms: float, limit_ms: float, user_limit: bool,
+              u_at_limit: float = U_LAT_AT_LIMIT) -> float:
     if t_ms is None:
         return 1.0
     if t_ms <= t_ok_ms:
         return 0.0
     if t_ms <= limit_ms:
-        return U_LAT_AT_LIMIT * math.log(t_ms / t_ok_ms) / math.log(limit_ms / t_ok_ms)
+        return u_at_limit * math.log(t_ms / t_ok_ms) / math.log(limit_ms / t_ok_ms)
     if user_limit:  # cannot happen for a ranked candidate: the limit excluded it
         return 1.0
-    return U_LAT_AT_LIMIT + U_BEYOND * min(1.0, math.log10(t_ms / limit_ms))
+    return u_at_limit + U_BEYOND * min(1.0, math.log10(t_ms / limit_ms))
 
 
 GOODPUT_FREE_FACTOR = 10.0  # goodput beyond 10x the target costs nothing more
@@ -224,7 +236,8 @@ class ValueScale:
                 return u_goodput(row.get("goodput"), self.goodput_target)
             u = u_latency(row.get("latency"), self.t_ok_ms, self.limit_ms, self.user_limit)
             if self.guard is not None and row.get(self.guard[0]) is not None:
-                u += u_latency(row[self.guard[0]], self.guard[1], self.guard[2], False)
+                g = self.guard
+                u += u_latency(row[g[0]], g[1], g[2], False, *(g[3:] or (U_LAT_AT_LIMIT,)))
             return u
         if criterion == "vram":
             return u_memory(row.get("vram"), self.budget_bytes)

@@ -16,7 +16,10 @@ from recommender.rank.query import LATENCY_FIELD, Query
 from recommender.search.sensitivity import analyse, DEFAULT_SPAN, DEFAULT_STEP
 
 # Quality figures the chart can put on its y axis: (figure, weight key, unit, higher is better).
-QUALITY_AXES = (("zh_accuracy", "zh", "%", True), ("en_accuracy", "en", "%", True), ("ppl_ratio", "ppl", "ratio", False))
+# (figure, weight it follows, unit, higher is better): under value the score weighs the workload's task accuracy
+# (acc), so the chart plots that figure, with its interval
+QUALITY_AXES = (("task_accuracy", "acc", "points", True), ("zh_accuracy", "zh", "%", True),
+                ("en_accuracy", "en", "%", True), ("ppl_ratio", "ppl", "ratio", False))
 
 
 @dataclass
@@ -26,6 +29,7 @@ class Point:
     latency_ms: float
     memory_bytes: float
     on_front: bool = False
+    interval: Optional[tuple[float, float]] = None  # the quality figure's 95 % interval, where it has one
 
 
 @dataclass
@@ -94,7 +98,8 @@ def report_data(catalog: CatalogReader, q: Query, with_sensitivity: bool = True)
             k = "unknown " + " and ".join(missing)
             unplotted[k] = unplotted.get(k, 0) + 1
             continue
-        points.append(Point(c, float(qv), float(lv), float(mv)))
+        f = c.figures.get(axis[0])
+        points.append(Point(c, float(qv), float(lv), float(mv), interval=f.interval if f is not None else None))
     if points:
         higher = axis[2]
         flags = pareto_front([(-p.quality if higher else p.quality, p.latency_ms, p.memory_bytes) for p in points])

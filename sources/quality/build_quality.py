@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Build the comparable task-accuracy table (model_quality.csv) and the quantization-cost table (quant_quality.csv).
 
-Standalone, standard library only. Run from anywhere:  python3 sources/quality/build_quality.py
+The standard library and the project's quantization table (recommender.model.quant.QUANTS: the names and family
+labels of the cost rows). Run from anywhere with the project's Python:  .venv/bin/python sources/quality/build_quality.py
+(``--check``: write nothing, exit 1 if an output is stale; ``--quant-only``: quant_quality.csv alone)
 Inputs (all in this folder unless noted):
   inputs/leaderboards.csv     Open LLM Leaderboard v2, LMArena text 2025-08-04, LiveBench releases (copied unchanged
                               from shared/data/quality/; see inputs/SOURCES-README.md)
@@ -22,9 +24,12 @@ The method is documented in docs/quality-method.md. Nothing here calls the netwo
 
 from __future__ import annotations
 
+import argparse
 import csv
+import io
 import json
 import math
+import operator
 import re
 import statistics
 import sys
@@ -32,6 +37,10 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # the checkout's own package, for its quantization table
+
+from recommender.model.quant import QUANTS  # noqa: E402  (the names and family labels of the cost rows)
+
 INPUTS = HERE / "inputs"
 PUBLISHED = HERE.parent / "published_scores.csv"
 CONFIGS = HERE.parent / "configs"
@@ -83,7 +92,7 @@ def wls(
 
 
 def dot(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(map(operator.mul, a, b))  # the same products summed in the same order as a generator, twice as fast
 
 
 def rms(v: list[float]) -> float:
@@ -110,12 +119,13 @@ def read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fields})
+def csv_text(rows: list[dict], fields: list[str]) -> str:
+    f = io.StringIO(newline="")
+    w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fields})
+    return f.getvalue()
 
 
 def fmt(x: float | None, nd: int = 2) -> str:
@@ -143,6 +153,9 @@ class Meta:
         self.aliases = {r["source_model"]: r for r in read_csv(HERE / "aliases.csv")}
         self.models = {r["model_id"]: r for r in read_csv(HERE / "models.csv")}
         self.sizes = {r["model"]: r for r in read_csv(HERE / "sizes_extra.csv")}
+        # vision / code checkpoints: their purpose and, where a source names it, the text model they are built on
+        self.specialists = {r["model_id"]: r for r in read_csv(HERE / "specialists.csv")} \
+            if (HERE / "specialists.csv").is_file() else {}
         # release dates the catalog's config table states (a month at least), for ids whose name and family give none
         self.config_release = {}
         if (CONFIGS / "sources.csv").is_file():
@@ -601,6 +614,118 @@ def thinking_shift(sources: dict, lb: dict) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# bridges: publisher-table scores (inputs/card_scores.csv) -> OLL v2 scale
+# ----------------------------------------------------------------------------------------------------------------
+CARDS = INPUTS / "card_scores.csv"
+# The three OLL v2 tasks that cards report (MMLU-Pro, GPQA, IFEval: each one sixth of the OLL v2 average), and a
+# publisher's own LiveBench 2024-11-25 run (a general composite; the official LiveBench tables are linked apart); GPQA
+# and GPQA-Diamond are different item sets, each its own benchmark here
+CARD_EN_BENCH = ("MMLU-Pro", "GPQA", "GPQA-Diamond", "IFEval", "IFEval (strict-prompt)", "LiveBench 2024-11-25")
+CARD_MIN_ANCHORS = 2  # models with a known x in a document, to fix that document's intercept
+CARD_MIN_SLOPE = 8  # anchors over all documents, to fit a benchmark's common slope
+CARD_MIN_RANGE = 15.0  # points of the benchmark the anchors span: a slope over a narrow (saturated) range extrapolates
+
+
+def card_entity(meta: Meta, mid: str, mode: str) -> str:
+    low = mode.lower()
+    thinking = "thinking" in low and "non-thinking" not in low
+    return mid + (" [thinking]" if thinking and meta.kind(mid) == "hybrid" else "")
+
+
+def load_cards(meta: Meta) -> list[dict]:
+    if not CARDS.is_file():
+        return []
+    out = []
+    for r in read_csv(CARDS):
+        mid, _rel, use = meta.canonical(r["model_id"])
+        if not mid or use == "none":
+            continue
+        out.append({**r, "model_id": mid, "entity": card_entity(meta, mid, r["mode"]), "y": float(r["score"])})
+    return out
+
+
+def link_cards(meta: Meta, rows: list[dict], anchors: dict) -> dict:
+    """Publisher tables onto the OLL v2 scale: per benchmark b, x = a_(doc,b) + c_b * y, one common slope c_b
+    (pooled within-document least squares: each document centred on its own anchors, so a document's harness offset
+    does not bias the slope) and one intercept per document (its anchors' mean of x - c_b y). ``anchors``: entity ->
+    (x, sd) of models whose x is known without the cards (OLL v2, LMArena, LiveBench). A thinking-mode row links
+    only through thinking-mode anchors (LiveBench is fair to them; OLL v2 is not), a non-thinking row through
+    non-thinking ones. An anchor's own prediction leaves it out of its document's intercept (no double counting with
+    the anchor's other evidence). SD of a prediction: the pooled leave-one-out RMSE, the intercept's SE and the
+    document anchors' mean SD (their error is shared by every row the intercept serves), in quadrature."""
+    tables: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["benchmark"] in CARD_EN_BENCH:
+            tables[(r["document"], r["benchmark"])].append(r)
+    fits, preds = {}, defaultdict(list)
+    for bench in CARD_EN_BENCH:
+        docs = {d: rs for (d, b), rs in tables.items() if b == bench}
+        groups = {}
+        for d, rs in docs.items():
+            an = [(r["entity"], r["y"], *anchors[r["entity"]]) for r in rs if r["entity"] in anchors]
+            if len(an) >= CARD_MIN_ANCHORS:
+                groups[d] = an
+        n_all = sum(len(g) for g in groups.values())
+        ys = [a[1] for g in groups.values() for a in g]
+        span = (max(ys) - min(ys)) if ys else 0.0
+        if n_all < CARD_MIN_SLOPE or span < CARD_MIN_RANGE:
+            why = (f"{n_all} anchors over all documents (< {CARD_MIN_SLOPE}) for a common slope" if n_all < CARD_MIN_SLOPE
+                   else f"the anchors span {span:.1f} points of {bench} (< {CARD_MIN_RANGE:g}): no slope")
+            for d in docs:
+                fits[f"{d}|{bench}"] = {"linked": False, "why": why}
+            continue
+        sxy = sxx = 0.0
+        for an in groups.values():
+            my = statistics.fmean(a[1] for a in an)
+            mx = statistics.fmean(a[2] for a in an)
+            sxy += sum((a[1] - my) * (a[2] - mx) for a in an)
+            sxx += sum((a[1] - my) ** 2 for a in an)
+        c = sxy / sxx
+        loo = []
+        for d, an in groups.items():
+            for i, a in enumerate(an):
+                rest = an[:i] + an[i + 1 :]
+                a_d = statistics.fmean(x - c * y for _, y, x, _ in rest)
+                loo.append(a[2] - (a_d + c * a[1]))
+        loo_rmse = rms(loo)
+        for d, rs in docs.items():
+            key = f"{d}|{bench}"
+            an = groups.get(d)
+            if not an:
+                fits[key] = {"linked": False, "why": f"{sum(r['entity'] in anchors for r in rs)} anchors in the "
+                                                      f"document (< {CARD_MIN_ANCHORS})"}
+                continue
+            anchor_sd = statistics.fmean(a[3] for a in an)
+            fits[key] = {"linked": True, "slope": r4(c), "intercept": r4(statistics.fmean(x - c * y for _, y, x, _ in an)),
+                         "n_doc": len(an), "n_pooled": n_all, "loo_rmse_pooled": r4(loo_rmse),
+                         "anchor_sd_mean": r4(anchor_sd),
+                         "anchors": [{"entity": e, "y": y, "x": r4(x)} for e, y, x, _ in an]}
+            for r in rs:
+                rest = [a for a in an if a[0] != r["entity"]]
+                if len(rest) < 1:
+                    continue
+                a_d = statistics.fmean(x - c * y for _, y, x, _ in rest)
+                sd = math.sqrt(loo_rmse**2 + loo_rmse**2 / len(rest) + statistics.fmean(a[3] for a in rest) ** 2)
+                preds[r["entity"]].append({"doc": d, "bench": bench, "y": r["y"], "x": a_d + c * r["y"], "sd": sd,
+                                           "url": r["source_url"], "reported_by": r["reported_by"],
+                                           "date": r["date"]})
+    # one document's benchmarks for one model are correlated (same harness, same run): combined as releases are
+    out = {}
+    for ent, ps in preds.items():
+        by_doc = defaultdict(list)
+        for p in ps:
+            by_doc[p["doc"]].append(p)
+        terms = []
+        for d, dps in by_doc.items():
+            x, sd = _lb_combine([(p["x"], p["sd"]) for p in dps])
+            terms.append({"doc": d, "x": x, "sd": sd, "benches": [f"{p['bench']} {p['y']:g}" for p in dps],
+                          "url": dps[0]["url"], "reported_by": dps[0]["reported_by"],
+                          "date": dps[0]["date"]})
+        out[ent] = terms
+    return {"fits": fits, "preds": out}
+
+
 def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> dict:
     lb1 = link_livebench(meta, backbone, sources)
     ar = fit_arena(meta, backbone, sigma_oll, lb1, sources)
@@ -612,7 +737,16 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
     }
     lb = link_livebench(meta, backbone, sources, extra, set(lb1["unlinked"])) if lb1["unlinked"] else lb1
     bridged = {}
-    ents = sorted((set(lb["preds"]) | set(ar["preds"])) - set(backbone))
+    # the cards' anchors: OLL v2 (non-reasoning) and every LMArena / LiveBench prediction
+    anchors = {e: (x, sigma_oll) for e, x in backbone.items()}
+    for e, p in ar["preds"].items():
+        anchors.setdefault(e, (p["x"], p["sd"]))
+    for e, p in lb["preds"].items():
+        if e not in backbone:
+            anchors[e] = (p["x"], p["sd"]) if e not in ar["preds"] else _lb_combine(
+                [(p["x"], p["sd"]), (ar["preds"][e]["x"], ar["preds"][e]["sd"])])
+    cards = link_cards(meta, load_cards(meta), anchors)
+    ents = sorted((set(lb["preds"]) | set(ar["preds"]) | set(cards["preds"])) - set(backbone))
     for ent in ents:
         groups = []
         if ent in ar["preds"]:
@@ -622,6 +756,9 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
             groups.append(
                 ("livebench[" + ",".join(r.replace("livebench_", "") for r in p["releases"]) + "]", p["x"], p["sd"])
             )
+        for t in cards["preds"].get(ent, []):
+            groups.append((f"card[{t['doc']} (date {t['date']}): {', '.join(t['benches'])}; {t['url']}]", t["x"],
+                           t["sd"]))
         w = [1 / g[2] ** 2 for g in groups]
         x = sum(wi * g[1] for wi, g in zip(w, groups)) / sum(w)
         var = 1 / sum(w)
@@ -643,7 +780,8 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
             "flags": flags,
             "reasoning": ent.endswith("[thinking]") or meta.kind(mid) == "reasoning",
         }
-    return {"lb_first": lb1, "lb": lb, "arena": ar, "bridged": bridged, "thinking_shift": thinking_shift(sources, lb)}
+    return {"lb_first": lb1, "lb": lb, "arena": ar, "bridged": bridged, "thinking_shift": thinking_shift(sources, lb),
+            "cards": cards}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -831,9 +969,9 @@ def ridge(xs, ys, ws, pen):
     return beta, ainv
 
 
-def hat_block(xs, ws, ainv, idx):
-    """H[i][j] = x_i' A^-1 x_j w_j for i, j in idx."""
-    v = [[dot(row, xs[j]) for row in ainv] for j in idx]  # A^-1 x_j
+def hat_block(xs, ws, ainv, idx, axs=None):
+    """H[i][j] = x_i' A^-1 x_j w_j for i, j in idx (``axs``: every A^-1 x_j, computed once by the caller)."""
+    v = [axs[j] for j in idx] if axs is not None else [[dot(row, xs[j]) for row in ainv] for j in idx]  # A^-1 x_j
     return [[dot(xs[i], v[jj]) * ws[j] for jj, j in enumerate(idx)] for i in idx]
 
 
@@ -889,9 +1027,10 @@ class Estimator:
         self.beta, ainv = ridge(xs, ys, ws, pen)
         fitted = [dot(self.beta, x) for x in xs]
         res = [y - f for y, f in zip(ys, fitted)]
+        axs = [[dot(row, x) for row in ainv] for x in xs]  # A^-1 x_j, for every hat-matrix block below
         loo = []
         for i in range(len(rows)):
-            h = hat_block(xs, ws, ainv, [i])[0][0]
+            h = hat_block(xs, ws, ainv, [i], axs)[0][0]
             loo.append(res[i] / (1.0 - h))
 
         def logo(key):
@@ -900,7 +1039,7 @@ class Estimator:
             for i, r in enumerate(rows):
                 groups[r[key]].append(i)
             for g, idx in groups.items():
-                hgg = hat_block(xs, ws, ainv, idx)
+                hgg = hat_block(xs, ws, ainv, idx, axs)
                 m = [[(1.0 if a == b else 0.0) - hgg[a][b] for b in range(len(idx))] for a in range(len(idx))]
                 try:
                     eg = solve(m, [res[i] for i in idx])
@@ -1344,6 +1483,46 @@ def resolve(
     other_values: dict,
     mode_shift: dict | None = None,
 ) -> dict:
+    r = _resolve(meta, mid, group, values, shift, estimators, other_values, mode_shift)
+    spec = meta.specialists.get(mid)
+    if spec and r.get("value") is not None:
+        r = dict(r)
+        r["flags"] = list(r["flags"]) + [f"specialist: {spec['purpose']}"]
+    return r
+
+
+def borrow_from_text_base(meta: Meta, mid: str, values: dict, sd_extra: float, group: str) -> dict | None:
+    """A vision / code checkpoint without a figure of its own takes the figure of the text model it is built on
+    (specialists.csv), its SD widened by the estimator's leave-family-out error: the fine-tune moves text ability by an
+    amount no source here measures. Evidence on the same weights' lineage, so it comes before a regression."""
+    spec = meta.specialists.get(mid)
+    if not spec or not spec["text_base"]:
+        return None
+    v = values.get(spec["text_base"])
+    if not v:
+        return None
+    return {
+        "value": v["value"],
+        "sd": math.sqrt(v["sd"] ** 2 + sd_extra**2),
+        "provenance": "estimated",
+        "method": f"BORROWED from its text base {spec['text_base']} ({v['provenance']} {v['value']:.2f}; "
+        f"{spec['purpose']} checkpoint built on it: {spec['basis'][:120]}); SD widened by the estimator's "
+        f"leave-family-out error {sd_extra:.2f}",
+        "sources": v["sources"],
+        "flags": ["borrowed from text base"],
+    }
+
+
+def _resolve(
+    meta: Meta,
+    mid: str,
+    group: str,
+    values: dict,
+    shift,
+    estimators: list,
+    other_values: dict,
+    mode_shift: dict | None = None,
+) -> dict:
     kind = meta.kind(mid)
     own = values.get(mid)
     think = values.get(mid + " [thinking]")
@@ -1371,6 +1550,9 @@ def resolve(
     b = borrow_from_sibling(meta, mid, values, shift, group)
     if b:
         cands.append(b)
+    tb = borrow_from_text_base(meta, mid, values, estimators[0][0].lofo_rmse, group)
+    if tb:
+        cands.append(tb)
     for est, with_zh, label, needs_other in estimators:
         ov = None
         if needs_other:
@@ -1457,6 +1639,11 @@ def build_model_quality(meta: Meta) -> tuple[list[dict], dict]:
             r: {k: (r4(v) if isinstance(v, float) else v) for k, v in f.items()} for r, f in lb["fits"].items()
         },
         "first_pass_unlinked": br["lb_first"]["unlinked"],
+    }
+    REPORT["card_link"] = {
+        "fits": br["cards"]["fits"],
+        "preds": {e: [{k: (r4(v) if isinstance(v, float) else v) for k, v in t.items()} for t in ts]
+                  for e, ts in sorted(br["cards"]["preds"].items())},
     }
     REPORT["arena_link"] = {k: (r4(v) if isinstance(v, float) else v) for k, v in ar.items() if k != "preds"}
     REPORT["quant_evidence_leaderboards"] = quant_ev
@@ -1609,35 +1796,35 @@ def row_for(meta: Meta, mid: str, group: str, r: dict) -> dict:
 # ----------------------------------------------------------------------------------------------------------------
 LLAMA3_8B_PARAMS = 8_030_261_248  # Meta-Llama-3-8B(-Instruct) parameter count (shared/data/configs/models_summary.csv)
 REF_B = 8.0  # the points below are for an ~8B model; other sizes scale by (P/8B)^-alpha
-GGUF_FAMILY = {
-    "Q8_0": "legacy",
-    "Q5_1": "legacy",
-    "Q5_0": "legacy",
-    "Q4_1": "legacy",
-    "Q4_0": "legacy",
-    "Q6_K": "k-quant",
-    "Q5_K_M": "k-quant",
-    "Q5_K_S": "k-quant",
-    "Q4_K_M": "k-quant",
-    "Q4_K_S": "k-quant",
-    "Q3_K_L": "k-quant",
-    "Q3_K_M": "k-quant",
-    "Q3_K_S": "k-quant",
-    "Q2_K": "k-quant",
-    "Q2_K_S": "k-quant",
-    "IQ4_NL": "i-quant",
-    "IQ4_XS": "i-quant",
-    "IQ3_M": "i-quant",
-    "IQ3_S": "i-quant",
-    "IQ3_XS": "i-quant",
-    "IQ3_XXS": "i-quant",
-    "IQ2_M": "i-quant",
-    "IQ2_S": "i-quant",
-    "IQ2_XS": "i-quant",
-    "IQ2_XXS": "i-quant",
-    "IQ1_M": "i-quant",
-    "IQ1_S": "i-quant",
+# The quantizations priced here that the catalog does not offer (recommender.model.quant.QUANTS has no record of
+# them), with their family label; every other row takes its name and family from its record, and every record gets
+# a row (check_quant_rows)
+OUTSIDE_TABLE = {
+    "F32": "float",
+    "Q2_K_S": "gguf k-quant",
+    "NVFP4": "vLLM fp4 (Blackwell)",
+    "W4A16": "vLLM compressed-tensors int4 g128 (GPTQ-style)",
 }
+
+
+def quality_family(quant: str) -> str:
+    """The family label of a cost row: the quantization record's, or OUTSIDE_TABLE's; a name in neither (a spelling
+    the quant table does not know) stops the build."""
+    if quant in QUANTS:
+        return QUANTS[quant].quality_family
+    if quant in OUTSIDE_TABLE:
+        return OUTSIDE_TABLE[quant]
+    raise SystemExit(f"build_quality: {quant!r} is not a quantization of recommender.model.quant (QUANTS) nor in "
+                     "OUTSIDE_TABLE: a cost row under another spelling is never found")
+
+
+def check_quant_rows(rows: list[dict]) -> None:
+    """Every quantization record has its cost row (a missing one is priced as unknown: the worst)."""
+    missing = [q for q in QUANTS if q not in {r["quant"] for r in rows}]
+    if missing:
+        raise SystemExit(f"build_quality: no cost row for {', '.join(missing)} (recommender.model.quant.QUANTS)")
+
+
 LLAMACPP_URL = "https://github.com/ggml-org/llama.cpp/blob/master/tools/perplexity/README.md"
 
 
@@ -1830,7 +2017,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
 
     def add(
         quant,
-        family,
         engines,
         bpw,
         kld_n,
@@ -1849,7 +2035,7 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         out.append(
             {
                 "quant": quant,
-                "family": family,
+                "family": quality_family(quant),
                 "engines": engines,
                 "bpw": fmt(bpw, 3),
                 "kld_noimatrix": fmt(kld_n, 6),
@@ -1872,7 +2058,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     for t in ("F32", "F16", "BF16"):
         add(
             t,
-            "float",
             "llama.cpp, vLLM, transformers",
             32.0 if t == "F32" else 16.0,
             0,
@@ -1937,7 +2122,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         hi = pts * m_hi * (1.5 if extrap else 1.0)
         add(
             t,
-            "gguf " + GGUF_FAMILY[t],
             "llama.cpp",
             use["bpw"],
             n["kld"] if n else None,
@@ -1980,7 +2164,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     mxv = statistics.fmean(d for _, d in mx)
     add(
         "MXFP4",
-        "gguf / vLLM microscaling fp4",
         "llama.cpp, vLLM",
         4.25,
         None,
@@ -2004,7 +2187,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     ]
     add(
         "NVFP4",
-        "vLLM fp4 (Blackwell)",
         "vLLM",
         4.5,
         None,
@@ -2045,10 +2227,10 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         if r["quant"].startswith("W4 opt-RTN") and r["metric"].startswith("lm-eval average of 10 tasks")
     ]
     w4m = statistics.fmean(d for _, d in w4)
-    for label, key, bits, note in (
-        ("AWQ-4bit", "AWQ", 4.25, "AWQ int4 g128"),
-        ("GPTQ-4bit", "GPTQ-Int4", 4.25, "GPTQ int4 g128"),
-        ("GPTQ-8bit", "GPTQ-Int8", 8.25, "GPTQ int8 g128"),
+    for label, key, bits in (
+        ("AWQ-4bit", "AWQ", 4.25),
+        ("GPTQ-4bit", "GPTQ-Int4", 4.25),
+        ("GPTQ-8bit", "GPTQ-Int8", 8.25),
     ):
         mean8, vals = at8(qd[key])
         loglik = mean8 / m
@@ -2062,7 +2244,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         rec = "; ".join(f"{mm.split('/')[-1]} {100 * (1 - d / base):.1f}" for mm, _, d, base in qd_rec[key])
         add(
             label,
-            "vLLM/transformers " + note,
             "vLLM, transformers",
             bits,
             None,
@@ -2092,7 +2273,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     fv = statistics.fmean(d for _, d in fp8)
     add(
         "FP8",
-        "vLLM W8A8 fp8",
         "vLLM",
         8.0,
         None,
@@ -2114,7 +2294,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     )
     add(
         "INT8-W8A8",
-        "vLLM W8A8 int8",
         "vLLM",
         8.0,
         None,
@@ -2136,7 +2315,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     w4a16 = (100 - 96.1) / 100 * oll_l31
     add(
         "W4A16",
-        "vLLM compressed-tensors int4 g128 (GPTQ-style)",
         "vLLM",
         4.25,
         None,
@@ -2159,13 +2337,13 @@ def build_quant_quality() -> tuple[list[dict], dict]:
     # bitsandbytes: no measurement in the sources -> bits-per-weight estimate on the RTN legacy line
     for label, bits, why in (
         (
-            "bnb-NF4",
+            "BNB-NF4",
             4.5,
             "NF4, blocksize 64 with an fp32 absmax per block = 4.5 bits/weight "
             "(4.127 with double quantization), round-to-nearest like Q4_0",
         ),
         (
-            "bnb-INT8",
+            "BNB-INT8",
             8.0,
             "LLM.int8(): int8 rows with fp16 outlier columns, ~8 bits/weight, round-to-nearest like Q8_0",
         ),
@@ -2173,7 +2351,6 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         kl = kld_at(bits)
         add(
             label,
-            "transformers bitsandbytes",
             "transformers",
             bits,
             None,
@@ -2202,6 +2379,7 @@ def build_quant_quality() -> tuple[list[dict], dict]:
         "w4_rtn": w4,
         "qwen_docs": {kk: v for kk, v in qd.items()},
     }
+    check_quant_rows(out)
     return out, REPORT["quant"]
 
 
@@ -2326,7 +2504,7 @@ def exchange_rates(qrows: list[dict], mq: dict) -> dict:
     return out
 
 
-def write_report_md(path: Path, rows: list[dict], qrows: list[dict]) -> None:
+def report_md(rows: list[dict], qrows: list[dict]) -> str:
     R = REPORT
     L = []
     a = L.append
@@ -2468,58 +2646,48 @@ def write_report_md(path: Path, rows: list[dict], qrows: list[dict]) -> None:
             for e in v["worked_example"]
         )
     )
-    path.write_text("\n".join(L) + "\n", encoding="utf-8")
+    return "\n".join(L) + "\n"
 
 
-def main() -> int:
-    meta = Meta()
-    rows, ctx = build_model_quality(meta)
-    fields = [
-        "model_id",
-        "group",
-        "value_points",
-        "interval_low",
-        "interval_high",
-        "sd_points",
-        "provenance",
-        "kind",
-        "scale",
-        "method",
-        "sources",
-        "flags",
-        "listed_in",
-    ]
-    write_csv(HERE / "model_quality.csv", rows, fields)
+MODEL_FIELDS = ["model_id", "group", "value_points", "interval_low", "interval_high", "sd_points", "provenance", "kind",
+                "scale", "method", "sources", "flags", "listed_in"]
+QUANT_FIELDS = ["quant", "family", "engines", "bpw", "kld_noimatrix", "kld_imatrix", "ppl_ratio_noimatrix",
+                "ppl_ratio_imatrix", "same_top_token_pct", "points_8b_loglik", "points_8b", "points_low", "points_high",
+                "size_exponent", "recovery_pct", "provenance", "basis", "sources"]
+
+
+def outputs(quant_only: bool = False) -> dict[Path, str]:
+    """The text of every output file; ``quant_only``: quant_quality.csv alone (it needs none of the model fits)."""
+    if quant_only:
+        qrows, _ = build_quant_quality()
+        return {HERE / "quant_quality.csv": csv_text(qrows, QUANT_FIELDS)}
+    rows, _ctx = build_model_quality(Meta())
     qrows, _ = build_quant_quality()
     mq = {(r["model_id"], r["group"]): r for r in rows}
     REPORT["value_functions"] = exchange_rates(qrows, mq)
-    write_csv(
-        HERE / "quant_quality.csv",
-        qrows,
-        [
-            "quant",
-            "family",
-            "engines",
-            "bpw",
-            "kld_noimatrix",
-            "kld_imatrix",
-            "ppl_ratio_noimatrix",
-            "ppl_ratio_imatrix",
-            "same_top_token_pct",
-            "points_8b_loglik",
-            "points_8b",
-            "points_low",
-            "points_high",
-            "size_exponent",
-            "recovery_pct",
-            "provenance",
-            "basis",
-            "sources",
-        ],
-    )
-    write_report_md(HERE / "fit_report.md", rows, qrows)
-    with open(HERE / "fit_report.json", "w", encoding="utf-8") as f:
-        json.dump(REPORT, f, indent=1, sort_keys=True, default=str)
+    return {HERE / "model_quality.csv": csv_text(rows, MODEL_FIELDS),
+            HERE / "quant_quality.csv": csv_text(qrows, QUANT_FIELDS),
+            HERE / "fit_report.md": report_md(rows, qrows),
+            HERE / "fit_report.json": json.dumps(REPORT, indent=1, sort_keys=True, default=str)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if an output is not what a run writes")
+    ap.add_argument("--quant-only", action="store_true",
+                    help="quant_quality.csv alone (a second or two; the model fits take most of a minute)")
+    a = ap.parse_args(argv)
+    texts = outputs(quant_only=a.quant_only)
+    if a.check:
+        stale = [p.name for p, t in texts.items() if not p.is_file() or p.read_bytes().decode("utf-8") != t]
+        if stale:
+            print(f"sources/quality: {', '.join(stale)} stale: rerun `python sources/quality/build_quality.py`",
+                  file=sys.stderr)
+            return 1
+        return 0
+    for p, t in texts.items():
+        with open(p, "w", newline="", encoding="utf-8") as f:
+            f.write(t)
     return 0
 
 
