@@ -13,7 +13,10 @@ from recommender.cli.calibrate_cmd import calibrate_command
 from recommender.cli.common import run_app, state
 from recommender.cli.estimate_cmd import estimate_command
 from recommender.cli.hardware_cmd import hardware_command
+from recommender.cli.local_cmd import local_command
+from recommender.cli.mcp_cmd import mcp_command
 from recommender.cli.recommend_cmd import recommend_command
+from recommender.cli.run_cmd import run_command
 from recommender.cli.sensitivity_cmd import sensitivity_command
 from recommender.cli.tune_cmd import tune_command
 
@@ -34,6 +37,9 @@ app.command("hardware")(hardware_command)
 app.command("calibrate")(calibrate_command)
 app.command("sensitivity")(sensitivity_command)
 app.command("tune")(tune_command)
+app.command("run")(run_command)
+app.command("local")(local_command)
+app.command("mcp")(mcp_command)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(probe_cmd.app, name="probe")
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Optional
 
 import typer
 
+from recommender.core.errors import UserError
 from recommender.core.freshness import newer_siblings
-from recommender.core.paths import user_catalog_path
+from recommender.core.paths import LAST_ANSWER_FILE, private_cache_dir, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
 from recommender.catalog.store import UserCatalog
 from recommender.rank.recommend import recommend
+from recommender.rank.launch import launch_recipe
 from recommender.cli.common import (
     budget_title,
     engine_label,
@@ -50,6 +54,10 @@ def recommend_command(
                                                                 "the weight sensitivity, the exclusions."),
     as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout: one line per ranked candidate, each figure's "
                                                      "value, provenance and interval."),
+    installed: bool = typer.Option(False, "--installed", help="Rank only the models already on this machine (the "
+                                                              "folders `recommender local` lists)."),
+    local_dir: Optional[list[str]] = typer.Option(None, "--local-dir", help="With --installed: another folder to "
+                                                                            "look in (repeatable)."),
 ) -> None:
     """Rank model x quantization x engine x batch x context for a GPU, under VRAM and latency limits."""
 
@@ -59,7 +67,28 @@ def recommend_command(
     q, notes = build_query(opts, normalization.value, include_base)
     for n in notes:
         info(n)
+    found = None
+    if installed:
+        scan = deferred("recommender.probes.local_scan")
+        found = scan.installed_variants(scan.scan_models(catalog, tuple(local_dir or ())))
+        if not found:
+            raise UserError("no catalog model found on this machine (Hugging Face cache, Ollama, LM Studio"
+                            + (", " + ", ".join(local_dir) if local_dir else "") + ")",
+                            hint="`recommender local` lists what it found; give --local-dir DIR for another folder")
+        engines = sorted({e for *_rest, e in found} | ({"transformers"} if any(e == "vllm" for *_r, e in found)
+                                                       else set()))
+        q = q.model_copy(update={"models": sorted({m for m, *_rest in found}),
+                                 "variants": sorted({(m, qq) for m, qq, *_rest in found}),
+                                 "engines": [e for e in engines if not q.engines or e in q.engines]})
     rec = recommend(catalog, q)
+    if found:  # their launch recipes run the file found here
+        paths = {(m, qq, e): p for m, qq, p, e in found}
+        for c in rec.candidates:
+            p = paths.get((c.model, c.quant, "vllm" if c.engine == "transformers" else c.engine))
+            if p:
+                c.launch = launch_recipe(c, q.hardware, q.machine, local_weights=p)
+    if rec.candidates:  # kept for `recommender run RANK` (recommender.probes.launcher)
+        store_last_answer(rec)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
     if report_path is not None:
         deferred("recommender.cli.report_html").write_report(
@@ -67,7 +96,8 @@ def recommend_command(
         info(f"wrote {report_path}")
     checked = _verify(rec, catalog, local_weights or [], verify_timeout) if verify and rec.candidates else None
     if as_csv:
-        emit_csv(CSV_KEYS + [f"{n}{suffix}" for n in CSV_FIGURES for suffix in CSV_FIGURE_PARTS] + ["score"],
+        emit_csv(CSV_KEYS + [f"{n}{suffix}" for n in CSV_FIGURES for suffix in CSV_FIGURE_PARTS] + ["score"]
+                 + CSV_LAUNCH,
                  [_csv_row(c) for c in rec.candidates])
     elif as_json:
         if checked is None:
@@ -85,6 +115,20 @@ def recommend_command(
     if hint:
         info(hint)
         raise typer.Exit(1)
+
+
+def store_last_answer(rec) -> None:
+    """Keep the answer (its JSON) in the cache folder for `recommender run RANK` (recommender.probes.launcher); skipped
+    where the cache folder is not this user's alone."""
+    d = private_cache_dir(".")
+    if d is None:
+        return
+    tmp = d / f"{LAST_ANSWER_FILE}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps(rec.model_dump(mode="json")), encoding="utf-8")
+        os.replace(tmp, d / LAST_ANSWER_FILE)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def info_newer_sibling(catalog, model_id: str) -> None:
@@ -153,6 +197,10 @@ def print_recommendation(rec, explain: bool, released: Optional[dict] = None) ->
              f"were predicted, {n['feasible']} of them fit the limits; {shown}")
     if explain and rec.evidence:
         print_evidence(rec)
+    if explain:
+        info("how to run each (every flag the plan assumes):")
+        for c in rec.candidates:
+            print_launch(c)
     if explain or not rec.candidates:
         for c in rec.excluded:
             info(f"excluded {c.model} {c.quant} {c.engine} batch {c.batch} ctx {fmt_tokens(c.context_tokens)}: "
@@ -189,7 +237,39 @@ def _csv_row(c) -> list:
         f = c.figures.get(n)
         row += [None, "unknown", None, None] if f is None else \
             [f.value, f.provenance, *(f.interval if f.interval else (None, None))]
-    return row + [c.score]
+    return row + [c.score] + launch_cells(c.launch)
+
+
+CSV_LAUNCH = ["launch", "launch_weights"]  # the primary command, the first known weights (or why none)
+
+
+def launch_cells(launch) -> list:
+    if launch is None:
+        return [None, None]
+    w = launch.weights[0] if launch.weights else None
+    return [launch.primary.command if launch.primary else None,
+            (f"{w.repo}/{w.file}" if w.file else w.repo) if w else launch.weights_note]
+
+
+def print_launch(c) -> None:
+    """The recipe of a shown row (--explain): its commands and where the weights come from."""
+    ln = c.launch
+    if ln is None:
+        return
+    info(f"  run #{c.rank} {c.model} {c.quant} {c.engine}:")
+    for w in ln.weights:
+        size = f"; {w.size_check}" if w.size_check else ""
+        info(f"    weights ({w.kind}): {w.repo}{'/' + w.file if w.file else ''} [{w.source}{size}]")
+    if not ln.weights:
+        info(f"    weights: {ln.weights_note}")
+    for cmd in ln.commands:
+        for s in cmd.setup:
+            info(f"    {cmd.tool}: {' '.join(s)}")
+        for name, text in cmd.files.items():
+            info(f"    {cmd.tool} {name}: " + text.strip().replace(chr(10), " | "))
+        info(f"    {cmd.tool}: {cmd.command}")
+        for n in cmd.notes:
+            info(f"      ({n})")
 
 
 def _verify(rec, catalog, weights: list[str], timeout_s: float):

@@ -68,6 +68,21 @@ def _ranked_table(rec) -> str:
     return "\n".join(rows)
 
 
+def _launch_table(rec) -> str:
+    """How to run each ranked row: its engine's command with every flag the plan assumes, and the weights."""
+    rows = ["<table id='launch'><tr><th>#</th><th>command</th><th>weights</th></tr>"]
+    for c in rec.candidates:
+        ln = c.launch
+        if ln is None or ln.primary is None:
+            continue
+        w = "<br>".join(f"{esc(x.repo)}{'/' + esc(x.file) if x.file else ''} ({esc(x.kind)}; {esc(x.source)}"
+                        f"{'; ' + esc(x.size_check) if x.size_check else ''})" for x in ln.weights) \
+            or esc(ln.weights_note)
+        rows.append(f"<tr><td>{c.rank}</td><td><code>{esc(ln.primary.command)}</code></td><td>{w}</td></tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
 def _evidence_table(rec) -> str:
     """The top rows' accuracy evidence (rank.quality.evidence_rows): each group's figure, class, date and source."""
     if not rec.evidence:
@@ -295,6 +310,10 @@ def render(rec, d: ReportData, notes: list[str]) -> str:
         f"<p>Score: weighted normalized cost, lower is better. Marks: {legend}. "
         "Brackets: the 10–90 % interval of a calibrated figure's held-out errors. Hover a cell for its basis.</p>",
         _ranked_table(rec),
+        "<h2>How to run each</h2>",
+        "<p>Every flag the plan assumes (context, slots, GPU layers, flash attention, KV type, split); "
+        "`recommend --json` has the other engines' commands.</p>",
+        _launch_table(rec),
         "<h2>Accuracy evidence of the top rows</h2>",
         f"<p>The score ranks on the task accuracy at --risk {esc(q.risk)} (a lower quantile of its interval), so an "
         "estimate with a wide interval does not outrank a published figure inside it. Classes: measured (probe "

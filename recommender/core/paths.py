@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the checkout (recommender/core/pat
 SHIPPED_CATALOG = ROOT / "catalog.duckdb"
 SOURCES_DIR = ROOT / "sources"
 PROFILES_DIR = ROOT / "profiles"
+LAST_ANSWER_FILE = "last_recommend.json"  # the last recommend answer (cache_root()), for `recommender run RANK`
 
 
 def _no_nul(value: str, what: str) -> str:

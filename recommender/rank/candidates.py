@@ -16,6 +16,7 @@ from recommender.predict.analytical import memory
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
+from recommender.rank.launch import Launch
 from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost, ranked_accuracy
 from recommender.rank.query import LATENCY_FIELD, Query
 from recommender.score.order import serve_slos
@@ -58,6 +59,7 @@ class Candidate(Prediction):
     score: Optional[float] = None  # weighted normalized cost, lower is better
     score_parts: dict[str, float] = Field(default_factory=dict)
     excluded: list[str] = Field(default_factory=list)
+    launch: Optional[Launch] = None  # how to run it (recommender.rank.launch), set on the rows a recommendation shows
 
     zh_accuracy = property(lambda self: self.figures["zh_accuracy"].value)
     en_accuracy = property(lambda self: self.figures["en_accuracy"].value)
@@ -357,8 +359,11 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
     b, wl = builder, q.workload
     wanted = b.wanted
     out: list[CandidateKey] = []
+    only = {tuple(v) for v in q.variants}
     for (mid, quant) in b.variants:
         if wanted and mid not in wanted:
+            continue
+        if only and (mid, quant) not in only:
             continue
         if skips_base(q, b.models[mid], wanted):
             continue

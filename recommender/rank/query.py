@@ -27,6 +27,7 @@ class Query(Strict):
     models: list[str] = Field(default_factory=list)  # restrict to these catalog ids
     engines: list[str] = Field(default_factory=list)
     quants: list[str] = Field(default_factory=list)
+    variants: list[tuple[str, str]] = Field(default_factory=list)  # only these (model, quant) pairs (--installed)
     include_base: bool = False  # rank base checkpoints in a chat workload too
     per_model: int = 1  # best candidates kept per model (de-duplication)
     top: int = 10

@@ -11,6 +11,7 @@ from pydantic import Field
 from recommender.core.records import CatalogReader, Strict
 from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateKey, build_key, candidate_keys,
                                          skips_base)
+from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
 from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE, evidence_rows
 from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bounds, rank, value_scale
@@ -84,6 +85,8 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
                          f"{ev[1]})")
         if ev[0] == "estimated":
             notes.append("measure the top pick's accuracy with `recommender probe accuracy`")
+    for c in (*ranked, *strongest):  # the rows shown: how to run each (recommender.rank.launch)
+        c.launch = launch_recipe(c, q.hardware, q.machine)
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           # candidates: the grid (tune's, with --no-offload); offload: the partial-offload
                           # configurations added to it (candidate_keys), among the predicted ones when shown
