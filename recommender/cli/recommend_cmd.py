@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from recommender.core.errors import UserError
+from recommender.core.engines import ENGINE_SPECS, engine_spec
 from recommender.core.freshness import newer_siblings
 from recommender.core.paths import LAST_ANSWER_FILE, private_cache_dir, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
@@ -75,16 +76,16 @@ def recommend_command(
             raise UserError("no catalog model found on this machine (Hugging Face cache, Ollama, LM Studio"
                             + (", " + ", ".join(local_dir) if local_dir else "") + ")",
                             hint="`recommender local` lists what it found; give --local-dir DIR for another folder")
-        engines = sorted({e for *_rest, e in found} | ({"transformers"} if any(e == "vllm" for *_r, e in found)
-                                                       else set()))
+        formats = {engine_spec(e).file_format for *_rest, e in found}  # every engine that loads those files
+        engines = sorted(s.name for s in ENGINE_SPECS if s.file_format in formats)
         q = q.model_copy(update={"models": sorted({m for m, *_rest in found}),
                                  "variants": sorted({(m, qq) for m, qq, *_rest in found}),
                                  "engines": [e for e in engines if not q.engines or e in q.engines]})
     rec = recommend(catalog, q)
     if found:  # their launch recipes run the file found here
-        paths = {(m, qq, e): p for m, qq, p, e in found}
+        paths = {(m, qq, engine_spec(e).file_format): p for m, qq, p, e in found}
         for c in rec.candidates:
-            p = paths.get((c.model, c.quant, "vllm" if c.engine == "transformers" else c.engine))
+            p = paths.get((c.model, c.quant, engine_spec(c.engine).file_format))
             if p:
                 c.launch = launch_recipe(c, q.hardware, q.machine, local_weights=p)
     if rec.candidates:  # kept for `recommender run RANK` (recommender.probes.launcher)

@@ -89,18 +89,23 @@ def pick(answer: dict, rank: Optional[int], model: Optional[str], quant: Optiona
                     hint=f"run `recommend --model {model or 'MODEL'}{' --quant ' + quant if quant else ''}` first")
 
 
+def _llama_cpp_tool() -> Optional[str]:
+    if shutil.which("llama-server"):
+        return "llama-server"
+    if all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "uvicorn", "fastapi")) \
+            and importlib.util.find_spec("llama_cpp.server") is not None:
+        return "llama_cpp.server"
+    return None
+
+
+# the tool that serves each engine here, by its record's name (core.engines); an engine without one is not run
+_ENGINE_TOOLS = {"llama.cpp": _llama_cpp_tool, "vllm": lambda: "vllm" if shutil.which("vllm") else None}
+
+
 def engine_tool(engine: str) -> Optional[str]:
     """The tool that runs a planned engine here: llama-server or llama-cpp-python's server for llama.cpp, vllm."""
-    if engine == "llama.cpp":
-        if shutil.which("llama-server"):
-            return "llama-server"
-        if all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "uvicorn", "fastapi")) \
-                and importlib.util.find_spec("llama_cpp.server") is not None:
-            return "llama_cpp.server"
-        return None
-    if engine == "vllm":
-        return "vllm" if shutil.which("vllm") else None
-    return None
+    find = _ENGINE_TOOLS.get(engine)
+    return find() if find is not None else None
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -34,15 +34,18 @@ from recommender.core.paths import SOURCES_DIR
 from recommender.core.records import HardwareProfile, Strict
 from recommender.hardware.multi import MultiGpu
 from recommender.model.quant import QUANTS
-from recommender.predict import constants as C
-from recommender.predict.analytical import llama_cpp_flash_attn
+from recommender.core.engines import engine_spec
+from recommender.predict.engines.llama_cpp import LLAMA_CPP_N_UBATCH, llama_cpp_flash_attn
+from recommender.predict.engines.sglang import reserve_mib
+from recommender.predict.engines.vllm import VLLM_GPU_MEMORY_UTILIZATION, VLLM_MAX_NUM_BATCHED_TOKENS
 
 WEIGHTS_CSV = SOURCES_DIR / "weights" / "repos.csv"
 GGUF_SIZES_CSV = SOURCES_DIR / "published_gguf_sizes.csv"
 LLAMA_CPP_N_BATCH = 2048  # llama.cpp's default logical batch (common.h n_batch), as the probe loads it
 ALL_LAYERS = 999  # -ngl: every layer (llama.cpp's -ngl 99 convention, with headroom), as the probe loads it
 HOST = "127.0.0.1"
-PORTS = {"llama-server": 8080, "llama_cpp.server": 8000, "vllm": 8000, "ollama": 11434, "mlx_lm.server": 8080}
+PORTS = {"llama-server": 8080, "llama_cpp.server": 8000, "vllm": 8000, "ollama": 11434, "mlx_lm.server": 8080,
+         "sglang": 30000}  # each tool's default port (SGLang: ServerArgs.port = 30000)
 # ggml_type ids (ggml.h enum ggml_type) of the KV types llama_cpp.server's --type_k/--type_v take
 GGML_TYPE_IDS = {"f16": 1, "q4_0": 2, "q8_0": 8}
 # vLLM --quantization of a quantization family (vLLM QuantizationMethods); None = read from the checkpoint's config
@@ -124,7 +127,7 @@ def _size_check(published: Optional[int], catalog: Optional[int]) -> Optional[st
 def weights_for(model: str, quant: str, engine: str, catalog_bytes: Optional[int] = None) -> list[WeightsFile]:
     """The public copies of a variant, the publisher's first (then in the data's order)."""
     family = QUANTS[quant].family if quant in QUANTS else "gguf"
-    fmt = "gguf" if engine == "llama.cpp" else "hf"
+    fmt = "gguf" if engine_spec(engine).file_format == "gguf" else "hf"
     found, seen = [], set()
     if fmt == "hf" and (family == "float" or family in ON_LOAD):
         found.append(WeightsFile(repo=model, format="hf", kind="publisher" if family == "float" else "on-load",
@@ -170,7 +173,7 @@ def _llama_plan(c, hw: HardwareProfile, machine: Optional[MultiGpu]) -> dict:
         split_mode = "none"
     return {"ctx": c.context_tokens * c.batch, "slots": c.batch, "layers": layers,
             "fa": llama_cpp_flash_attn(hw), "kv": c.kv_dtype, "split": split_mode, "ts": ts,
-            "ubatch": int(C.LLAMA_CPP_N_UBATCH.value), "nbatch": LLAMA_CPP_N_BATCH}
+            "ubatch": int(LLAMA_CPP_N_UBATCH.value), "nbatch": LLAMA_CPP_N_BATCH}
 
 
 def _llama_server(c, p: dict, w, local, tool: str = "llama-server") -> LaunchCommand:
@@ -240,8 +243,8 @@ def _vllm(c, machine: Optional[MultiGpu], w, local) -> LaunchCommand:
     family = QUANTS[c.quant].family
     repo = local or (w.repo if w is not None else c.model)
     argv = ["vllm", "serve", repo, "--max-model-len", str(c.context_tokens), "--max-num-seqs", str(c.batch),
-            "--gpu-memory-utilization", f"{C.VLLM_GPU_MEMORY_UTILIZATION.value:g}",
-            "--max-num-batched-tokens", str(int(C.VLLM_MAX_NUM_BATCHED_TOKENS.value))]
+            "--gpu-memory-utilization", f"{VLLM_GPU_MEMORY_UTILIZATION.value:g}",
+            "--max-num-batched-tokens", str(int(VLLM_MAX_NUM_BATCHED_TOKENS.value))]
     env = {}
     n = len(c.devices or [])
     if c.split is not None and c.split.mode == "tensor":
@@ -282,6 +285,51 @@ def _mlx(c) -> LaunchCommand:
                                 "plan's figures are llama.cpp's"])
 
 
+def _sglang(c, machine: Optional[MultiGpu], hw: HardwareProfile, w, local) -> LaunchCommand:
+    """`python -m sglang.launch_server` with the plan's context, concurrency, memory fraction, parallelism, KV dtype and
+    quantization (flags of sgl-project/sglang python/sglang/srt/server_args.py; the memory fraction is the one
+    SGLang would choose on this GPU, predict.engines.sglang.reserve_mib, stated so the pool matches the plan)."""
+    family = QUANTS[c.quant].family
+    repo = local or (w.repo if w is not None else c.model)
+    n = len(c.devices or []) or 1
+    act, rest = reserve_mib(hw.memory_bytes, tp=n if c.split is not None and c.split.mode == "tensor" else 1)
+    frac = round((hw.memory_bytes / 2**20 - act - rest) / (hw.memory_bytes / 2**20), 3)
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", repo, "--context-length", str(c.context_tokens),
+            "--max-running-requests", str(c.batch), "--mem-fraction-static", f"{frac:g}"]
+    env = {}
+    if c.split is not None and c.split.mode == "tensor":
+        argv += ["--tp-size", str(n)]
+    elif machine is not None:
+        env["CUDA_VISIBLE_DEVICES"] = "0"
+    if c.kv_dtype == "fp8":
+        argv += ["--kv-cache-dtype", "fp8_e4m3"]
+    q = VLLM_QUANTIZATION.get(family)  # SGLang takes the same method names (awq, gptq, fp8, bitsandbytes)
+    if q:
+        argv += ["--quantization", q]
+    argv += ["--host", HOST, "--port", str(PORTS["sglang"])]
+    notes = [] if w is not None or local else ["no known public checkpoint of this quantization: replace the model "
+                                               "with your own folder"]
+    return LaunchCommand(tool="sglang", argv=argv, env=env, url=f"http://{HOST}:{PORTS['sglang']}/v1", notes=notes)
+
+
+def _llama_recipes(c, hw, machine, w, local) -> list[LaunchCommand]:
+    p = _llama_plan(c, hw, machine)
+    cmds = [_llama_server(c, p, w, local), _llama_cpp_python(c, p, w, local),
+            _llama_server(c, p, w, local, tool="llama-cli"), _ollama(c, p, w, local)]
+    if hw.backend == "metal":
+        cmds.append(_mlx(c))
+    return cmds
+
+
+# the recipes of each planned engine, by its record's name (core.engines): a new engine adds its entry here
+_RECIPES = {
+    "llama.cpp": _llama_recipes,
+    "vllm": lambda c, hw, machine, w, local: [_vllm(c, machine, w, local)],
+    "sglang": lambda c, hw, machine, w, local: [_sglang(c, machine, hw, w, local)],
+    "transformers": lambda c, hw, machine, w, local: [_transformers(c, w, local)],
+}
+
+
 def launch_recipe(c, hw: HardwareProfile, machine: Optional[MultiGpu] = None,
                   local_weights: Optional[str] = None) -> Launch:
     """The launch recipe of a candidate (a Prediction: model, quant, engine, context, batch, KV dtype, GPU layers,
@@ -292,14 +340,5 @@ def launch_recipe(c, hw: HardwareProfile, machine: Optional[MultiGpu] = None,
     w = weights[0] if weights else None
     note = "" if weights else (f"no known public file of {c.model} at {c.quant} for {c.engine} "
                                f"(sources/weights/repos.csv): quantize it yourself or bring your own")
-    if c.engine == "llama.cpp":
-        p = _llama_plan(c, hw, machine)
-        cmds = [_llama_server(c, p, w, local_weights), _llama_cpp_python(c, p, w, local_weights),
-                _llama_server(c, p, w, local_weights, tool="llama-cli"), _ollama(c, p, w, local_weights)]
-        if hw.backend == "metal":
-            cmds.append(_mlx(c))
-    elif c.engine == "vllm":
-        cmds = [_vllm(c, machine, w, local_weights)]
-    else:
-        cmds = [_transformers(c, w, local_weights)]
+    cmds = _RECIPES[c.engine](c, hw, machine, w, local_weights)
     return Launch(engine=c.engine, weights=weights, weights_note=note, commands=cmds)
