@@ -7,7 +7,7 @@ set), nor does a ``match`` case, outside
   - recommender/core/engines.py (the records) and recommender/predict/engines/ (each engine's rules).
 Code elsewhere asks the record (``engine_spec(e).file_format == "gguf"``, ``.partial_offload``, ``.backends``...) or
 the rules (``rules_for(e).prefill_chunks(n)``). Naming an engine is not comparing it: a default argument, a dict key
-that registers an adapter under its name (evaluators/accuracy_worker.LM_BUILDERS, probes/perf._SYNTHETIC_FOLDER) or
+that registers an adapter under its name (evaluators.accuracy_worker.LM_BUILDERS, recommender.probes.perf._SYNTHETIC_FOLDER) or
 a constant that names what an engine's server answers (probes/serve.VLLM_OWNED_BY) are allowed.
 """
 
@@ -124,7 +124,7 @@ def test_lists_derive_from_the_records():
 
 
 def test_accuracy_builders_match_the_records():
-    """evaluators/accuracy_worker.LM_BUILDERS registers one builder per record's accuracy backend (read from its
+    """evaluators.accuracy_worker.LM_BUILDERS registers one builder per record's accuracy backend (read from its
     source: the module imports lm-eval's child-side code)."""
     tree = ast.parse((ROOT / "evaluators" / "accuracy_worker.py").read_text(encoding="utf-8"))
     keys = next([k.value for k in node.value.keys] for node in ast.walk(tree)
