@@ -677,3 +677,41 @@ def test_build_from_a_sources_folder_without_quality_tables(cli, tmp_path):
     assert r.code == 0, r.err
     listed = cli("--catalog", str(out), "catalog", "list", "--json").json()
     assert [m["id"] for m in listed] == ["Qwen/Qwen2.5-7B"] and "Q4_K_M" in listed[0]["quants"]
+
+
+def test_a_killed_builds_temporary_is_removed_by_the_next_build_at_once(tmp_path):
+    """kill -9 of `catalog build` left `.catalog-*.duckdb` that the next builds kept for an hour: the file names its
+    builder's pid, and a pid that no longer runs frees it at once; a running builder's file is kept."""
+    import subprocess
+    import sys
+
+    from recommender.catalog.build import remove_stale_build_files
+
+    gone_proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone_proc.wait()  # a pid that ran and ended (the kernel does not hand it out again this soon)
+    dead = tmp_path / f".catalog-{gone_proc.pid}-abc.duckdb"
+    dead.write_bytes(b"x")
+    (tmp_path / f".catalog-{gone_proc.pid}-abc.duckdb.wal").write_bytes(b"x")
+    live = tmp_path / f".catalog-{os.getpid()}-def.duckdb"
+    live.write_bytes(b"x")
+    gone = remove_stale_build_files(tmp_path)
+    assert sorted(p.name for p in gone) == sorted([dead.name, dead.name + ".wal"])
+    assert live.exists()
+
+
+def test_tune_storage_that_is_damaged_is_one_error_line(cli, tmp_path):
+    """A SQLite file whose header reads but whose pages are torn was an internal error (exit 3) mid-run."""
+    import sqlite3
+
+    path = tmp_path / "tune.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE studies (study_id INTEGER PRIMARY KEY, study_name TEXT)")
+    con.executemany("INSERT INTO studies (study_name) VALUES (?)", [("s" * 200,)] * 400)
+    con.commit()
+    con.close()
+    data = bytearray(path.read_bytes())
+    data[4096 * 2:4096 * 2 + 64] = b"\xff" * 64  # a table page's header overwritten
+    path.write_bytes(bytes(data))
+    r = cli("tune", "--vram", "24", "--trials", "2", "--storage", f"sqlite:///{path}")
+    assert_user_error(r)
+    assert "damaged" in r.err

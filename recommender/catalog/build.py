@@ -197,7 +197,8 @@ def build_catalog(out_path: Path, sources: Path) -> dict:
     scores = load_scores(sources)
     measurements = load_measurements(sources)
     model_quality, quant_quality = load_quality(sources)
-    fd, tmp = tempfile.mkstemp(prefix=".catalog-", suffix=".duckdb", dir=out_path.parent)
+    # the builder's pid in the name: a later build removes the file of a build that is no longer running
+    fd, tmp = tempfile.mkstemp(prefix=f".catalog-{os.getpid()}-", suffix=".duckdb", dir=out_path.parent)
     os.close(fd)
     os.unlink(tmp)  # DuckDB wants to create the file itself
     try:
@@ -238,6 +239,21 @@ def check_build_target(out_path: Path) -> None:
                             hint="move it away, or give another --out")
 
 
+def _builder_running(p: Path) -> bool:
+    """Whether the build that made temporary file ``p`` (``.catalog-PID-*.duckdb``) still runs on this machine; a
+    name without a pid (an older build's) counts as running, so only its age removes it."""
+    pid = p.name[len(".catalog-"):].split("-", 1)[0]
+    if not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it exists
+        return True
+    return True
+
+
 def remove_stale_build_files(folder: Path, now: Optional[float] = None) -> list[Path]:
     """Temporary files (``.catalog-*.duckdb`` and their ``.wal``) that a killed build left in ``folder``."""
     import time  # noqa: PLC0415
@@ -246,7 +262,7 @@ def remove_stale_build_files(folder: Path, now: Optional[float] = None) -> list[
     gone = []
     for p in Path(folder).glob(".catalog-*.duckdb*"):
         try:
-            if p.is_file() and now - p.stat().st_mtime > STALE_BUILD_S:
+            if p.is_file() and (not _builder_running(p) or now - p.stat().st_mtime > STALE_BUILD_S):
                 p.unlink()
                 gone.append(p)
         except OSError:

@@ -703,6 +703,14 @@ def check_sqlite_storage(url: str) -> None:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            # a damaged file whose header still reads (torn or overwritten pages): Optuna would fail mid-run
+            try:
+                check = [r[0] for r in con.execute("PRAGMA quick_check")]
+            except sqlite3.DatabaseError as e:
+                check = [str(e)]
+            if check != ["ok"]:
+                raise UserError(f"--storage {path} is a damaged SQLite database (quick_check: {check[0]})",
+                                hint="restore it from a copy, or give a new file")
         finally:
             con.close()
     except sqlite3.OperationalError as e:  # 'database is locked': a writer holds it; not a damaged file
