@@ -59,7 +59,8 @@ def test_every_row_has_a_recipe_for_its_engine(answers):
         ln = c["launch"]
         assert ln["engine"] == c["engine"]
         first = ln["commands"][0]["tool"]
-        assert first == {"llama.cpp": "llama-server", "vllm": "vllm", "transformers": "transformers"}[c["engine"]]
+        assert first == {"llama.cpp": "llama-server", "vllm": "vllm", "sglang": "sglang",
+                         "transformers": "transformers"}[c["engine"]]
         assert ln["weights"] or ln["weights_note"].startswith("no known public file"), (name, c["model"])
         assert ln["commands"][0]["command"].startswith(ln["commands"][0]["argv"][0]) or ln["commands"][0]["env"]
 
@@ -202,3 +203,39 @@ def test_csv_has_the_launch_command(tmp_path):
     rs = list(csv.DictReader(io.StringIO(p.stdout)))
     assert len(rs) == 3 and all(r["launch"].split()[0] in ("llama-server", "vllm", "python") for r in rs)
     assert all(r["launch_weights"] for r in rs)
+
+
+def _sglang_flags() -> dict[str, set[str]]:
+    """SGLang's server flags and their choices (tests/data/sglang_args.csv: the dataclass fields of sglang 0.5.23's
+    python/sglang/srt/arg_groups/fields/, which ServerArgs turns into --field-name flags; SGLang is not installable
+    on this CPU machine, so its parser cannot run here)."""
+    import csv
+    from pathlib import Path
+
+    with open(Path(__file__).parent / "data" / "sglang_args.csv", newline="", encoding="utf-8") as fh:
+        return {r["flag"]: set(r["choices"].split()) for r in csv.DictReader(fh)}
+
+
+def test_sglang_flags_are_sglangs_own_and_carry_the_plan():
+    """An SGLang row's `python -m sglang.launch_server` uses only flags SGLang defines, with values among its choices,
+    and carries the plan: context, concurrency, tensor parallelism over the planned GPUs, the KV dtype."""
+    flags = _sglang_flags()
+    checked = 0
+    for a in (recommend("--gpu", "H100 SXM5", "--engine", "sglang", "--per-model", "0", "--top", "6"),
+              recommend("--gpu", "2x H100 SXM5", "--engine", "sglang", "--top", "3")):
+        for c in a["candidates"]:
+            argv = command(c, "sglang")["argv"]
+            assert argv[:3] == ["python", "-m", "sglang.launch_server"]
+            for i, tok in enumerate(argv[3:], 3):
+                if tok.startswith("--"):
+                    assert tok in flags, tok
+                    if flags[tok]:
+                        assert argv[i + 1] in flags[tok], (tok, argv[i + 1])
+            assert opt(argv, "--context-length") == str(c["context_tokens"])
+            assert opt(argv, "--max-running-requests") == str(c["batch"])
+            n = len(c.get("devices") or [])
+            assert opt(argv, "--tp-size") == (str(n) if c.get("split") and c["split"]["mode"] == "tensor" else None)
+            assert (opt(argv, "--kv-cache-dtype") == "fp8_e4m3") == (c["kv_dtype"] == "fp8")
+            assert 0 < float(opt(argv, "--mem-fraction-static")) < 1
+            checked += 1
+    assert checked >= 4
