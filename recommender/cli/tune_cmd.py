@@ -135,7 +135,7 @@ def tune_command(
             notes.append(f"measuring on GPU 0 ({q.hardware.name}) of the {gpus_here} GPUs here: a probe runs on one")
         host = probe_host()
         if not host.gpus:
-            cpu = cpu_profile(host)
+            cpu = cpu_profile(host, None)  # memory applied below (with_memory)
             q = q.model_copy(update={"hardware": cpu.with_memory(q.vram_bytes) if vram else cpu})
             if not vram:
                 q = q.model_copy(update={"vram_bytes": q.hardware.memory_bytes})
