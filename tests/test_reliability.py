@@ -63,6 +63,31 @@ def test_a_write_after_a_read_of_an_existing_overlay_keeps_the_row(tmp_path, mon
     cat.close()
 
 
+def test_two_catalogs_open_at_once_on_one_shipped_file(tmp_path, monkeypatch):
+    """Two readers in one process, the shipped file and two overlays, both open (the fresh-clone CI of stop 29:
+    "database with name usr already exists"; DuckDB hands one cached instance per path, and ATTACH is per instance).
+    A plain read-only connection to the shipped file still opens beside them."""
+    import duckdb
+
+    from recommender.catalog.store import Catalog, UserCatalog
+    from recommender.core.paths import SHIPPED_CATALOG
+
+    monkeypatch.setenv("RECOMMENDER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("RECOMMENDER_CATALOG_CACHE", "off")
+    cats = []
+    for i in range(2):
+        user = tmp_path / f"user{i}.duckdb"
+        with UserCatalog(user) as w:
+            w.put_meta({"who": f"overlay {i}"})
+        cats.append(Catalog(SHIPPED_CATALOG, user))
+    assert [c.meta_values("who", user_only=True) for c in cats] == [["overlay 0"], ["overlay 1"]]
+    con = duckdb.connect(str(SHIPPED_CATALOG), read_only=True)
+    assert con.execute("SELECT count(*) FROM models").fetchone()[0] == len(cats[0].models())
+    con.close()
+    for c in cats:
+        c.close()
+
+
 def test_two_probes_on_an_existing_overlay_store_both_rows(cli, tmp_path, user_catalog):
     """`probe perf` twice with an overlay that exists and no read cache: both (failed) rows are stored."""
     from conftest import smollm2_gguf_or_skip

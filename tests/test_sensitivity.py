@@ -150,15 +150,21 @@ def test_sensitivity_json_on_shipped_catalog(shipped, which, norms):
 
 @pytest.mark.parametrize("norm", ["value", "minmax"])
 def test_stability_interval_predicts_recommend(shipped, norm):
-    """Just inside a bound of the interval `recommend` keeps the top pick; just outside it picks the named one."""
+    """Just inside a bound of the interval `recommend` keeps the top pick; just outside it picks the named one.
+    Whichever bound the shipped catalog puts inside (0, 1): the lower one with the pick below it, else the upper one
+    with the pick above it (in the 2026 catalog the value-normalized pick's only inner bound is an upper one)."""
     res = shipped["sens-value" if norm == "value" else "sens"]["results"][0]
     top = (res["base_top"]["model"], res["base_top"]["quant"], res["base_top"]["engine"])
-    crit = next(c for c in res["criteria"] if c["below"] and c["stability_interval"][0] > 0.02)
+    eps = 0.001  # close enough that no second crossing lies between the bound and the probe (one did at 0.004)
+    bounds = [(c, c["stability_interval"][0], -1, c["below"]) for c in res["criteria"]
+              if c["below"] and c["stability_interval"][0] > 2 * eps]
+    bounds += [(c, c["stability_interval"][1], +1, c["above"]) for c in res["criteria"]
+               if c["above"] and c["stability_interval"][1] < 1 - 2 * eps]
+    assert bounds, "the top pick holds for every weight of every criterion: no bound to check"
+    crit, bound, side, other = bounds[0]
     base = {k: v for k, v in shipped[norm]["query"]["weights"].items()}
-    lo = crit["stability_interval"][0]
-    # 0.001: close enough that no second crossing lies between the bound and the probe (one did at 0.004)
-    for t, expected in ((lo + 0.001, top), (lo - 0.001, (crit["below"]["model"], crit["below"]["quant"],
-                                                         crit["below"]["engine"]))):
+    for t, expected in ((bound - side * eps, top), (bound + side * eps, (other["model"], other["quant"],
+                                                                          other["engine"]))):
         w = perturbed(base, crit["criterion"], t)
         arg = ",".join(f"{k}={v:.10f}" for k, v in w.items())
         best = shipped["run"]("recommend", *Q, "--weights", arg, "--normalization", norm, "--json")["candidates"][0]

@@ -114,6 +114,27 @@ def _connect(path: Path, read_only: bool):
     return with_lock_retry(path, lambda: duckdb.connect(str(path), read_only=read_only, config=NO_EXTENSIONS))
 
 
+BASE_ALIAS = "cat"
+
+
+def _connect_private(path: Path):
+    """A read connection on a database instance of its own, with ``path`` attached read-only and in use.
+
+    ``duckdb.connect(path)`` hands every caller in one process the same cached instance, and ATTACH belongs to the
+    instance: a second Catalog on the shipped file found the first one's ``usr`` already attached ("database with
+    name usr already exists"), and a plain ``duckdb.connect(path, read_only=True)`` elsewhere was refused for its
+    different configuration. An in-memory instance per reader shares nothing."""
+    duckdb = _duckdb()
+    con = duckdb.connect(":memory:", config=NO_EXTENSIONS)
+    try:
+        with_lock_retry(path, lambda: con.execute(f"ATTACH '{_sql_str(path)}' AS {BASE_ALIAS} (READ_ONLY)"))
+        con.execute(f"USE {BASE_ALIAS}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
 def damaged(path: Path, e: Exception, overlay: bool) -> UserError:
     """The one line for a catalog file DuckDB (or the records in it) cannot read: which file, and what to do."""
     first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
@@ -199,7 +220,7 @@ class Catalog:
         if self.user_path:
             check_regular_file(self.user_path, "user catalog")
         try:
-            con = _connect(self.base_path, read_only=True)
+            con = _connect_private(self.base_path)
         except UserError:
             raise
         except Exception as e:  # noqa: BLE001

@@ -13,7 +13,8 @@ from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens, parse_duration_s, parse_latency_ms
 from recommender.hardware.host import probe_host
 from recommender.search.tune import run_tune, Slo
-from recommender.search.tune_measure import cpu_profile, MeasuredEvaluator, resolve_measured_target
+from recommender.hardware.profiles import cpu_profile
+from recommender.search.tune_measure import MeasuredEvaluator, resolve_measured_target
 from recommender.cli.common import (
     budget_title,
     check_output_file,
@@ -135,7 +136,7 @@ def tune_command(
             notes.append(f"measuring on GPU 0 ({q.hardware.name}) of the {gpus_here} GPUs here: a probe runs on one")
         host = probe_host()
         if not host.gpus:
-            cpu = cpu_profile(host, None)  # memory applied below (with_memory)
+            cpu = cpu_profile(host)  # memory applied below (with_memory)
             q = q.model_copy(update={"hardware": cpu.with_memory(q.vram_bytes) if vram else cpu})
             if not vram:
                 q = q.model_copy(update={"vram_bytes": q.hardware.memory_bytes})
@@ -144,21 +145,17 @@ def tune_command(
         q = q.model_copy(update={"models": [target.model_id]})
         ev = MeasuredEvaluator(catalog, q, target, host, kv_dtypes=kv_dtype, offload=offload, repeats=repeats,
                                budget_s=budget_s, probe_timeout_s=probe_timeout, threads=threads)
-        for n in notes:
-            info(n)
         res = run_tune(None, q, trials=trials, seed=seed, pareto=pareto, storage=storage, study_name=study_name,
-                       n_startup=n_startup, measured=ev, progress=info)
+                       n_startup=n_startup, measured=ev, progress=info, opened=lambda: [info(n) for n in notes])
         res.notes.append(f"probes run {ev.probed}, reused from the catalog {ev.reused}, not run (predicted memory "
                          f"over budget) {ev.skipped}; measuring budget {budget_s:.0f} s")
     else:
         q, notes = build_query(QueryOptions(vram, max_latency, latency_metric, workload, context, batch,
                                             prompt_tokens, output_tokens, weights, missing, gpu, models, engine, quant,
                                             10, 1, catalog_path, gpus, link), normalization.value, include_base)
-        for n in notes:
-            info(n)
         res = run_tune(catalog, q, trials=trials, seed=seed, pareto=pareto, storage=storage, study_name=study_name,
                        kv_dtypes=kv_dtype, offload=offload and q.machine is None, n_startup=n_startup, slo=slo,
-                       progress=_every(PROGRESS_EVERY_S, trials))
+                       progress=_every(PROGRESS_EVERY_S, trials), opened=lambda: [info(n) for n in notes])
     if plot:
 
         plot_front(res, plot)

@@ -555,7 +555,8 @@ def _grid_front_keys(objs: list[tuple[tuple, tuple]]) -> set[tuple]:
 def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False, storage: Optional[str] = None,
              study_name: Optional[str] = None, kv_dtypes: Optional[list[str]] = None, offload: bool = True,
              n_startup: int = 10, measured=None, progress: Optional[Callable[[str], None]] = None,
-             stop_at_optimum: bool = False, slo: Optional[Slo] = None) -> TuneResult:
+             stop_at_optimum: bool = False, slo: Optional[Slo] = None,
+             opened: Optional[Callable[[], None]] = None) -> TuneResult:
     """Run (or join) a study and compare it with the exhaustive grid. ``measured``: a MeasuredEvaluator (the
     probe side, recommender.search.tune_measure); None = predicted mode. ``stop_at_optimum`` ends the study once a trial
     reaches the grid optimum (bench/tune_regret.py: the trials after it would not change trials-to-optimum).
@@ -611,6 +612,8 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
     if slo is not None and not study_name:
         name = f"tune-{query_fingerprint(q, space, mode_tag, pareto)}"
     study = open_study(storage, name, pareto, sampler, query_fingerprint(q, space, mode_tag, pareto))
+    if opened is not None:  # the caller's plan notes come after a bad --storage's error line, never before it
+        opened()
     me = worker_id()
     evaluate = measured if measured is not None else grid_eval
 

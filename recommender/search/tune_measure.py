@@ -22,11 +22,10 @@ from typing import Any, Optional
 from recommender.core.engines import gguf_engine
 from recommender.core.errors import UserError
 from recommender.core.paths import user_catalog_path
-from recommender.core.records import HardwareProfile, Measurement
+from recommender.core.records import Measurement
 from evaluators.base import LoadSettings, RequestShape
 from evaluators.runner import ProbeJob, run_probe
 from recommender.model.quant import QUANTS
-from recommender.hardware.profiles import cpu_profile as host_cpu, override_memory
 from recommender.predict import constants as C
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.catalog.store import UserCatalog
@@ -37,13 +36,6 @@ from recommender.probes.perf import measurement_from_result, resolve_target
 
 ENGINE = gguf_engine()  # measured tuning runs the GGUF engine (llama.cpp) on a model file of this machine
 DUCKDB_LOCK_RETRY_S = 30.0  # another worker writing the overlay: wait this long for its lock
-
-
-def cpu_profile(host, memory_bytes: Optional[int]) -> HardwareProfile:
-    """This machine's CPU as a planning target (hardware.cpu_profile), with the memory budget when one is given."""
-
-    prof = host_cpu(host)
-    return override_memory(prof, memory_bytes) if memory_bytes else prof
 
 
 class MeasuredEvaluator:
