@@ -645,7 +645,7 @@ def load_cards(meta: Meta) -> list[dict]:
     return out
 
 
-def link_cards(meta: Meta, rows: list[dict], anchors: dict) -> dict:
+def link_cards(meta: Meta, rows: list[dict], anchors: dict, fixed: dict | None = None) -> dict:
     """Publisher tables onto the OLL v2 scale: per benchmark b, x = a_(doc,b) + c_b * y, one common slope c_b
     (pooled within-document least squares: each document centred on its own anchors, so a document's harness offset
     does not bias the slope) and one intercept per document (its anchors' mean of x - c_b y). ``anchors``: entity ->
@@ -653,7 +653,9 @@ def link_cards(meta: Meta, rows: list[dict], anchors: dict) -> dict:
     only through thinking-mode anchors (LiveBench is fair to them; OLL v2 is not), a non-thinking row through
     non-thinking ones. An anchor's own prediction leaves it out of its document's intercept (no double counting with
     the anchor's other evidence). SD of a prediction: the pooled leave-one-out RMSE, the intercept's SE and the
-    document anchors' mean SD (their error is shared by every row the intercept serves), in quadrature."""
+    document anchors' mean SD (their error is shared by every row the intercept serves), in quadrature. ``fixed``:
+    bench -> (slope, pooled LOO RMSE) of an earlier pass, kept as they are (the chained pass of run_bridges fits only
+    the intercepts of the documents the first pass could not link)."""
     tables: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in rows:
         if r["benchmark"] in CARD_EN_BENCH:
@@ -669,26 +671,31 @@ def link_cards(meta: Meta, rows: list[dict], anchors: dict) -> dict:
         n_all = sum(len(g) for g in groups.values())
         ys = [a[1] for g in groups.values() for a in g]
         span = (max(ys) - min(ys)) if ys else 0.0
-        if n_all < CARD_MIN_SLOPE or span < CARD_MIN_RANGE:
+        if fixed is not None:
+            if bench not in fixed:
+                continue
+            c, loo_rmse = fixed[bench]
+        elif n_all < CARD_MIN_SLOPE or span < CARD_MIN_RANGE:
             why = (f"{n_all} anchors over all documents (< {CARD_MIN_SLOPE}) for a common slope" if n_all < CARD_MIN_SLOPE
                    else f"the anchors span {span:.1f} points of {bench} (< {CARD_MIN_RANGE:g}): no slope")
             for d in docs:
                 fits[f"{d}|{bench}"] = {"linked": False, "why": why}
             continue
-        sxy = sxx = 0.0
-        for an in groups.values():
-            my = statistics.fmean(a[1] for a in an)
-            mx = statistics.fmean(a[2] for a in an)
-            sxy += sum((a[1] - my) * (a[2] - mx) for a in an)
-            sxx += sum((a[1] - my) ** 2 for a in an)
-        c = sxy / sxx
-        loo = []
-        for d, an in groups.items():
-            for i, a in enumerate(an):
-                rest = an[:i] + an[i + 1 :]
-                a_d = statistics.fmean(x - c * y for _, y, x, _ in rest)
-                loo.append(a[2] - (a_d + c * a[1]))
-        loo_rmse = rms(loo)
+        else:
+            sxy = sxx = 0.0
+            for an in groups.values():
+                my = statistics.fmean(a[1] for a in an)
+                mx = statistics.fmean(a[2] for a in an)
+                sxy += sum((a[1] - my) * (a[2] - mx) for a in an)
+                sxx += sum((a[1] - my) ** 2 for a in an)
+            c = sxy / sxx
+            loo = []
+            for d, an in groups.items():
+                for i, a in enumerate(an):
+                    rest = an[:i] + an[i + 1 :]
+                    a_d = statistics.fmean(x - c * y for _, y, x, _ in rest)
+                    loo.append(a[2] - (a_d + c * a[1]))
+            loo_rmse = rms(loo)
         for d, rs in docs.items():
             key = f"{d}|{bench}"
             an = groups.get(d)
@@ -745,7 +752,27 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
         if e not in backbone:
             anchors[e] = (p["x"], p["sd"]) if e not in ar["preds"] else _lb_combine(
                 [(p["x"], p["sd"]), (ar["preds"][e]["x"], ar["preds"][e]["sd"])])
-    cards = link_cards(meta, load_cards(meta), anchors)
+    card_rows = load_cards(meta)
+    cards = link_cards(meta, card_rows, anchors)
+    # chained pass: a document with fewer than CARD_MIN_ANCHORS anchors (a 2026 card comparing only 2026 models)
+    # links through the models the first pass bridged from other cards, with the first pass's slope and LOO RMSE;
+    # those anchors' own SD enters every prediction of the document (as in link_livebench's chained steps)
+    first = {k.rsplit("|", 1)[1]: f for k, f in cards["fits"].items() if f["linked"]}
+    unlinked = {k.rsplit("|", 1)[0] for k, f in cards["fits"].items()
+                if not f["linked"] and f["why"].endswith(f"anchors in the document (< {CARD_MIN_ANCHORS})")}
+    if unlinked and first:
+        chained = dict(anchors)
+        for ent, terms in cards["preds"].items():
+            if ent not in anchors:
+                chained[ent] = _lb_combine([(t["x"], t["sd"]) for t in terms])
+        fixed = {b: (f["slope"], f["loo_rmse_pooled"]) for b, f in first.items()}
+        cards2 = link_cards(meta, [r for r in card_rows if r["document"] in unlinked], chained, fixed)
+        for k, f in cards2["fits"].items():
+            if f["linked"]:
+                cards["fits"][k] = {**f, "chained": "intercept from models bridged by the first pass; slope and LOO "
+                                               "RMSE of the first pass"}
+        for ent, terms in cards2["preds"].items():
+            cards["preds"].setdefault(ent, []).extend({**t, "doc": t["doc"] + " (chained)"} for t in terms)
     ents = sorted((set(lb["preds"]) | set(ar["preds"]) | set(cards["preds"])) - set(backbone))
     for ent in ents:
         groups = []
@@ -838,6 +865,46 @@ def zh_observations(rows: list[dict]) -> list[dict]:
             }
         )
     return obs
+
+
+# publisher cards / blogs in inputs/card_scores.csv that print C-Eval or CMMLU (Qwen3.5 / Qwen3.6 tables, with the
+# competitors the publisher ran): more zh tables, linked onto the anchor like the others. The Qwen3 Technical Report
+# rows there are copies of the anchor (already in published_scores.csv) and are skipped.
+CARD_ZH_BENCH = ("C-Eval", "CMMLU")
+
+
+def zh_card_observations(meta: Meta) -> list[dict]:
+    obs = []
+    for r in load_cards(meta):
+        if r["benchmark"] not in CARD_ZH_BENCH or "Qwen3 Technical Report" in r["document"]:
+            continue
+        obs.append(
+            {
+                "entity": r["entity"],
+                "model_id": r["model_id"],
+                "table": f"card {r['document']}|{r['benchmark']}|",
+                "bench": r["benchmark"],
+                "shots": "",
+                "y": r["y"],
+                "url": r["source_url"],
+                "flags": [],
+            }
+        )
+    return obs
+
+
+def zh_thinking_shift(obs: list[dict]) -> dict:
+    """How much thinking mode adds to C-Eval for the SAME weights, on the anchor's own harness: the Qwen3 Technical
+    Report prints both modes of every Qwen3 model (thinking row - non-thinking row, mean and SD over models)."""
+    anchor = {o["entity"]: o["y"] for o in obs if o["table"] == ANCHOR_TABLE}
+    pairs = {e[: -len(" [thinking]")]: y - anchor[e[: -len(" [thinking]")]]
+             for e, y in anchor.items() if e.endswith(" [thinking]") and e[: -len(" [thinking]")] in anchor}
+    if not pairs:
+        return {"mean": 0.0, "sd": 0.0, "n": 0, "pairs": {}, "basis": "no model with both modes"}
+    v = list(pairs.values())
+    return {"mean": statistics.fmean(v), "sd": statistics.stdev(v) if len(v) > 1 else abs(v[0]), "n": len(v),
+            "pairs": {m: round(x, 2) for m, x in sorted(pairs.items())},
+            "basis": "models with both modes in the Qwen3 Technical Report's C-Eval tables"}
 
 
 def link_tables(obs: list[dict]) -> dict:
@@ -1536,13 +1603,14 @@ def _resolve(
         return r
     if think:
         r = dict(think)
-        if group == "en" and mode_shift and kind == "hybrid":
+        if mode_shift and mode_shift["n"] and kind == "hybrid":
             m, sd, n = mode_shift["mean"], mode_shift["sd"], mode_shift["n"]
+            basis = mode_shift.get("basis", "models with both modes on LiveBench")
             r["value"] = think["value"] - m
             r["sd"] = math.sqrt(think["sd"] ** 2 + sd**2)
             r["method"] = (
                 think["method"] + f" || thinking-mode rows only: minus the thinking-mode gain {m:.2f} "
-                f"(mean over {n} models with both modes on LiveBench), SD widened by its SD {sd:.2f}"
+                f"(mean over {n} {basis}), SD widened by its SD {sd:.2f}"
             )
         r["flags"] = r["flags"] + ["value from thinking-mode rows only"]
         return r
@@ -1652,8 +1720,10 @@ def build_model_quality(meta: Meta) -> tuple[list[dict], dict]:
     en_vals = en_entity_values(meta, oll, backbone, br["bridged"], sigma_oll, sigma_tmpl)
 
     # ---- Chinese
-    obs = zh_observations(pub_rows)
+    obs = zh_observations(pub_rows) + zh_card_observations(meta)
     link = link_tables(obs)
+    zh_mode_shift = zh_thinking_shift(obs)
+    REPORT["zh_thinking_shift"] = {k: (r4(v) if isinstance(v, float) else v) for k, v in zh_mode_shift.items()}
     zh_vals = zh_entity_values(meta, link)
     REPORT["zh_link"] = {
         "anchor": ANCHOR_TABLE,
@@ -1724,6 +1794,7 @@ def build_model_quality(meta: Meta) -> tuple[list[dict], dict]:
             zh_shift,
             [(zh_e1, True, "E1-zh", False), (zh_e2, True, "E2-zh<-en", True)],
             en_vals,
+            zh_mode_shift,
         )
         resolved[mid] = {"en": en, "zh": zh}
     # second pass: a model estimated in one group may use the other group's published value (already handled) --
