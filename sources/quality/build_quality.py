@@ -645,7 +645,7 @@ def load_cards(meta: Meta) -> list[dict]:
     return out
 
 
-def link_cards(meta: Meta, rows: list[dict], anchors: dict, fixed: dict | None = None) -> dict:
+def link_cards(meta: Meta, rows: list[dict], anchors: dict, fixed: dict | None = None, min_anchors: int = CARD_MIN_ANCHORS) -> dict:
     """Publisher tables onto the OLL v2 scale: per benchmark b, x = a_(doc,b) + c_b * y, one common slope c_b
     (pooled within-document least squares: each document centred on its own anchors, so a document's harness offset
     does not bias the slope) and one intercept per document (its anchors' mean of x - c_b y). ``anchors``: entity ->
@@ -666,7 +666,7 @@ def link_cards(meta: Meta, rows: list[dict], anchors: dict, fixed: dict | None =
         groups = {}
         for d, rs in docs.items():
             an = [(r["entity"], r["y"], *anchors[r["entity"]]) for r in rs if r["entity"] in anchors]
-            if len(an) >= CARD_MIN_ANCHORS:
+            if len(an) >= min_anchors:
                 groups[d] = an
         n_all = sum(len(g) for g in groups.values())
         ys = [a[1] for g in groups.values() for a in g]
@@ -701,7 +701,7 @@ def link_cards(meta: Meta, rows: list[dict], anchors: dict, fixed: dict | None =
             an = groups.get(d)
             if not an:
                 fits[key] = {"linked": False, "why": f"{sum(r['entity'] in anchors for r in rs)} anchors in the "
-                                                      f"document (< {CARD_MIN_ANCHORS})"}
+                                                      f"document (< {min_anchors})"}
                 continue
             anchor_sd = statistics.fmean(a[3] for a in an)
             fits[key] = {"linked": True, "slope": r4(c), "intercept": r4(statistics.fmean(x - c * y for _, y, x, _ in an)),
@@ -766,7 +766,9 @@ def run_bridges(meta: Meta, backbone: dict, sigma_oll: float, sources: dict) -> 
             if ent not in anchors:
                 chained[ent] = _lb_combine([(t["x"], t["sd"]) for t in terms])
         fixed = {b: (f["slope"], f["loo_rmse_pooled"]) for b, f in first.items()}
-        cards2 = link_cards(meta, [r for r in card_rows if r["document"] in unlinked], chained, fixed)
+        # one anchor is enough here: the slope is fixed, and the intercept's SE (the pooled LOO RMSE over one anchor)
+        # and that anchor's own SD enter every prediction
+        cards2 = link_cards(meta, [r for r in card_rows if r["document"] in unlinked], chained, fixed, 1)
         for k, f in cards2["fits"].items():
             if f["linked"]:
                 cards["fits"][k] = {**f, "chained": "intercept from models bridged by the first pass; slope and LOO "
