@@ -68,6 +68,38 @@ def test_cpu_bench_measures_and_caches(tmp_path, monkeypatch):
     assert cpu_bench.cached_or_measure("other", 2) is None
 
 
+def test_cpu_bench_rates_are_per_cpu_second_received(monkeypatch):
+    """On a shared box the probe's threads run part of the wall time: the figure kept is the rate per CPU-second they
+    received x the cores (the machine with its cores free), never below the wall-clock rate, which stays beside it."""
+    monkeypatch.setattr(cpu_bench, "BANDWIDTH_BYTES", 16 * 1024 * 1024)
+    monkeypatch.setattr(cpu_bench, "MATMUL_N", 128)
+    d = cpu_bench.measure(2)
+    assert 0 < d["cpu_share"] <= 1
+    assert d["memory_bandwidth_bytes_per_s"] >= d["wall_memory_bandwidth_bytes_per_s"] * 0.5
+    assert d["fp32_flops_per_s"] <= d["wall_fp32_flops_per_s"] * 2 * 1.0001  # capped by the wall rate x cores
+    assert "per CPU-second" in d["basis"] and "wall clock" in d["basis"]
+    # a pass whose threads got half the wall time: per CPU-second the rate doubles
+    clock = {"wall": 0.0, "cpu": 0.0}
+
+    class HalfTime:
+        @staticmethod
+        def perf_counter():
+            clock["wall"] += 1.0
+            return clock["wall"]
+
+        @staticmethod
+        def thread_time():
+            clock["cpu"] += 0.25  # called twice per thread and pass: 0.25 s of CPU per 1 s of wall between two calls
+            return clock["cpu"]
+
+        process_time = thread_time
+        strftime, gmtime = staticmethod(__import__("time").strftime), staticmethod(__import__("time").gmtime)
+
+    monkeypatch.setattr(cpu_bench, "time", HalfTime)
+    rate, wall = cpu_bench._copy_bandwidth(1, nbytes=8 * 1024, repeats=1)
+    assert rate == pytest.approx(4 * wall)
+
+
 def test_a_16gb_cpu_box_gets_a_small_model_with_its_speed(catalog, fake_bench):
     """F: `recommend --gpu cpu --vram 16 --max-latency 5s` answered nothing (no sourced bandwidth)."""
     q, ranked, _ = ask(catalog, "cpu", vram="16", max_latency="5s")
