@@ -28,8 +28,10 @@ MIB = 1024**2
 # v5 (issue 22, branch arch): llama.cpp leaves a checkpoint's MTP blocks unloaded (Qwen3-Next's resident weights and
 # decode reads drop by that block), Qwen3.5 / Nemotron-H hybrids sized (KV on attention layers, recurrent states);
 # v6: the generated terms refitted on the code that reads them (their new --check found both stale): MoE decode
-# 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %
-ESTIMATE_FORMULA_VERSION = "estimate-v6"
+# 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %;
+# v7 (issue 24, branch plan24): an MoE's host-resident routed experts reach the GPU for each prompt micro-batch at
+# HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S (26.2 GB/s, fitted on the H200 rows), not the dense blocks' 6.5 GB/s
+ESTIMATE_FORMULA_VERSION = "estimate-v7"
 
 
 @dataclass(frozen=True)
