@@ -269,8 +269,8 @@ def over_limit_alternative(cands: list, ranked: list, q):
     limit holds back, within OVER_LIMIT_ALTERNATIVE_FACTOR of it, and more accurate than the top pick (task accuracy
     as ranked less its quantization cost): the best-scoring such plan, scored as the ranked ones but with the latency
     limit widened to OVER_LIMIT_ALTERNATIVE_FACTOR x the user's (the comfortable latency kept), so that between the
-    limit and that bound the faster plan gains as the more accurate one does. None when there is none (no limit, nothing ranked, or
-    nothing better). Deferred records (over the memory budget) never qualify."""
+    limit and that bound the faster plan gains as the more accurate one does. None when there is none (no limit,
+    nothing ranked, or nothing better). Deferred records (over the memory budget) never qualify."""
     if q.max_latency_ms is None or not ranked:
         return None
     top = effective_accuracy(ranked[0])
