@@ -390,7 +390,7 @@ def test_expert_copy_rate_is_the_fit_of_the_h200_moe_rows():
     from recommender.predict import constants as C
 
     spec = importlib.util.spec_from_file_location(
-        "offload_check", Path(__file__).resolve().parents[1] / "bench" / "offload_check.py")
+        "offload_check", Path(__file__).resolve().parents[2] / "bench" / "offload_check.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     fit = mod.expert_copy_fit()
