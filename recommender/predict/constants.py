@@ -29,7 +29,9 @@ MIB = 1024**2
 # decode reads drop by that block), Qwen3.5 / Nemotron-H hybrids sized (KV on attention layers, recurrent states);
 # v6: the generated terms refitted on the code that reads them (their new --check found both stale): MoE decode
 # 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %
-ESTIMATE_FORMULA_VERSION = "estimate-v6"
+# v7: the MoE decode time counts the layers with an MoE block (counts.moe_layers: a Mamba-2 hybrid's E letters), not
+# every layer
+ESTIMATE_FORMULA_VERSION = "estimate-v7"
 
 
 @dataclass(frozen=True)
