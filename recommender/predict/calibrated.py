@@ -18,9 +18,10 @@ from recommender.predict.counts import attention_layers, block_layers, decode_fl
 from recommender.predict.engines import rules_for
 
 # v2: TPOT features carry the quantized-KV and batched-column regimes; v3: the MoE layers' routing time (fixed, the
-# analytical constant), the matrix kernels' own weight pass and column time above 8 sequences, 16-bit weights' batched
-# columns, per-sequence logits (copy; argmax where the engine samples), attention per query head; the
-# layers x (batch - 1) and (batch - 1) x 2N/peak terms are gone (they extrapolated B = 32 / 64 linearly)
+# analytical constant), the matrix kernels' own weight pass and column time above 8 sequences, K-quants' extra
+# per-column work, 16-bit weights' batched columns, per-sequence logits (copy; argmax where the engine samples),
+# attention per query head; the layers x (batch - 1) and (batch - 1) x 2N/peak terms are gone (they extrapolated
+# B = 32 / 64 linearly from B = 4 / 16)
 CALIBRATION_VERSION = "cal-v3"
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
@@ -119,7 +120,11 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
             # and their own pass over the weights (tiles dequantized to int8 in shared memory, whatever the number
             # of columns up to a tile: "matrix weights/bw")
             if est.decode_columns_ms:
-                x["columns ms" if b <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value else "mmq columns ms"] = est.decode_columns_ms
+                name = "columns ms" if b <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value else "mmq columns ms"
+                x[name] = est.decode_columns_ms
+                if cls == "kquant":  # K-quants' per-column work beyond the others' (vec_dot_q4_K..q6_K unpack the
+                    # super-block scales for every column: measured on the H200, B = 2-64 Q4_K_M vs Q8_0 rows)
+                    x[name + ":kquant extra"] = est.decode_columns_ms
             if b > C.LLAMA_CPP_MMVQ_MAX_BATCH.value:
                 x["matrix weights/bw"] = weights / bw * 1e3
             if cls == "float" and hw.fp32_flops_per_s and hw.fp16_flops_per_s:
