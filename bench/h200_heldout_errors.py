@@ -3,7 +3,8 @@
     PYTHONPATH=$PWD .venv/bin/python bench/h200_heldout_errors.py [ROWS.jsonl]   (default bench/results/h200-round4-rows.jsonl)
 
 The linear H200 llama.cpp TPOT term is fitted on the shipped rows (sources/measurements, as `catalog build` fits
-it) by the code on the path, then every held-out row is predicted. With RECOMMENDER_ROOT=/path/to/another/checkout
+it) less the rows of ROWS.jsonl (held out even where they are shipped) by the code on the path, then every held-out
+row is predicted. With RECOMMENDER_ROOT=/path/to/another/checkout
 the fit and the features are that checkout's (e.g. the previous calibration, for a before/after), the rows the same.
 Decode tok/s error = 1 / (1 + TPOT error) - 1 (positive: predicted faster than measured).
 """
