@@ -114,7 +114,11 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
         else:
             x["kv/bw"] = est.decode_kv_bytes_per_step / bw * 1e3
             x["attn elements ms"] = _attention_elements(est, spec) * C.KV_QUANT_ATTN_MS_PER_ELEMENT.value
-        if b > 1:
+        if b > 1 and hw.backend == "cpu":
+            # a CPU's batched step multiplies every column on its cores (compute bound): cal-v2's terms
+            x["layers*(batch-1)"] = float(spec.num_layers * (b - 1))
+            x["(batch-1)*2N/peak"] = (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3
+        elif b > 1:
             # a batched step: up to C.LLAMA_CPP_MMVQ_MAX_BATCH sequences mul_mat_vec_q's columns (dot products on the
             # CUDA cores); above, the MMQ matrix kernels: their column time (analytical.llama_cpp_batch_columns_ms)
             # and their own pass over the weights (tiles dequantized to int8 in shared memory, whatever the number
