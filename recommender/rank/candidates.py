@@ -9,7 +9,7 @@ from pydantic import Field
 
 from recommender.core.engines import engine_spec, engines_on
 from recommender.core.records import CHAT_CHECKPOINTS, CatalogReader, Figure, HardwareProfile, ModelSpec
-from recommender.hardware.profiles import load_profiles
+from recommender.hardware.profiles import OFFLOAD_BACKENDS, load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.analytical import memory
@@ -340,7 +340,6 @@ class CandidateKey(NamedTuple):
 # Partial offload is offered for a variant whose weights are more than this share of the GPU budget (below it the
 # whole model fits with its KV cache, and the GPU-only configuration is the one to run) and fit in GPU + host RAM.
 OFFLOAD_MIN_WEIGHTS_SHARE = 0.85
-OFFLOAD_BACKENDS = ("cuda", "rocm")  # discrete GPUs with host RAM behind PCIe (llama.cpp -ngl); Apple/iGPUs share it
 
 
 def offload_wanted(q: Query, builder: "CandidateBuilder", mid: str, quant: str, engine: str) -> bool:
