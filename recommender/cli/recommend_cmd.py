@@ -10,9 +10,9 @@ import typer
 
 from recommender.core.errors import UserError
 from recommender.core.engines import ENGINE_SPECS, engine_spec
-from recommender.core.paths import LAST_ANSWER_FILE, private_cache_dir, user_catalog_path
+from recommender.core.paths import LAST_ANSWER_FILE, base_catalog_path, private_cache_dir, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
-from recommender.catalog.store import UserCatalog
+from recommender.catalog.store import Catalog, UserCatalog
 from recommender.rank.recommend import recommend
 from recommender.cli.common import (
     budget_title,
@@ -26,8 +26,8 @@ from recommender.cli.common import (
     info,
     LEGEND,
     mark,
-    open_catalog,
     run_app,
+    state,
     stdout_console,
 )
 from recommender.cli.query_opts import (build_query, INCLUDE_BASE_HELP, no_fit_hint, NORM_HELP, NormOpt,
@@ -63,7 +63,8 @@ def recommend_command(
     check_one_format(as_json, as_csv)
     report_path = check_report_path(report) if report else None
     q, notes = build_query(opts, normalization.value, include_base)
-    catalog = open_catalog(opts.catalog_path)
+    base = base_catalog_path(opts.catalog_path or state.catalog)  # --catalog, $RECOMMENDER_CATALOG or the shipped one
+    catalog = Catalog.open(base)
     for n in notes:
         info(n)
     local_files = {}

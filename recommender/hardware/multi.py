@@ -22,8 +22,8 @@ from recommender.core.paths import PROFILES_DIR
 from recommender.core.records import HardwareProfile, Strict
 from recommender.core.units import parse_bandwidth, parse_memory
 from recommender.hardware.host import GpuInfo, probe_gpus
-from recommender.hardware.profiles import (OFFLOAD_BACKENDS, find_profile, load_profiles, match_profile, offload_ram_budget,
-                                           planning_hardware, profile_from_gpu)
+from recommender.hardware.profiles import (OFFLOAD_BACKENDS, find_profile, load_profiles, match_profile,
+                                           offload_ram_budget, planning_hardware, profile_from_gpu)
 
 # GB/s (10^9 B/s) per lane and direction: transfer rate (GT/s) x 128/130 line coding / 8 bits
 PCIE_GT_PER_S = {3: 8.0, 4: 16.0, 5: 32.0}

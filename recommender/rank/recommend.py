@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-
 from typing import Optional
 
 from pydantic import Field
