@@ -17,7 +17,8 @@ from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateK
 from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
 from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE, evidence_rows
-from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bounds, rank, value_scale
+from recommender.score.order import (STRONGEST_EXCLUDED, answer_notes, over_limit_alternative, over_limit_note,
+                                     quality_bounds, rank, value_scale)
 
 # The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
 FIRST_ROUND_VARIANTS = 64
@@ -44,6 +45,9 @@ class Recommendation(Strict):
     counts: dict[str, int]
     notes: list[str] = Field(default_factory=list)
     evidence: list[dict] = Field(default_factory=list)  # the top rows' accuracy evidence (rank.quality.evidence_rows)
+    # an offload plan only the latency limit holds back, more accurate than the top pick (score.order.
+    # over_limit_alternative), shown beside the answer with what it costs
+    alternatives: list[Candidate] = Field(default_factory=list)
     # for the text answer, not in its JSON: the shown models' release dates and the top pick's newer sibling
     released: dict[str, Optional[str]] = Field(default_factory=dict, exclude=True)
     newer_sibling: Optional[NewerSibling] = Field(default=None, exclude=True)
@@ -82,14 +86,16 @@ def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, 
     if not ranked:  # nothing fits: the notes read every exclusion's reasons (an unknown latency among them)
         cands = [c.full() if getattr(c, "deferred", False) else c for c in cands]
     answer = answer_notes(cands, feasible, ranked, q.weights, q.normalization, q.workload.rank_by == "goodput")
+    alt = over_limit_alternative(cands, ranked, q)
+    alt_note = over_limit_note(alt, ranked[0], q) if alt is not None else None
     value = q.normalization == "value"
     evidence = evidence_rows(builder.tasks, ranked[:EVIDENCE_ROWS], tuple(q.workload.accuracy_tasks)) if value else []
     for c in ranked:  # the rows shown: how to run each (recommender.rank.launch), from a file found here if any
         c.launch = launch_recipe(c, q.hardware, q.machine,
                                  local_weights=local_weights.get((c.model, c.quant, engine_spec(c.engine).file_format)))
-    for c in strongest:
+    for c in (*strongest, *([alt] if alt is not None else [])):
         c.launch = launch_recipe(c, q.hardware, q.machine)
-    notes = _notes(builder, q, answer, ranked, evidence)
+    notes = _notes(builder, q, answer, ranked, evidence) + ([alt_note] if alt_note is not None else [])
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           # candidates: the grid (tune's, with --no-offload); offload: the partial-offload
                           # configurations added to it (candidate_keys), among the predicted ones when shown
@@ -97,7 +103,7 @@ def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, 
                                   "offload": sum(k.gpu_layers is not None for k in keys),
                                   "predicted": len(cands), "feasible": len(feasible),
                                   "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
-                          notes=notes, evidence=evidence,
+                          notes=notes, alternatives=[alt] if alt is not None else [], evidence=evidence,
                           released={c.model: builder.models[c.model].release_date for c in ranked},
                           newer_sibling=top_sibling(builder.models, ranked[0].model) if ranked else None)
 
@@ -151,7 +157,7 @@ def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) ->
     what is built so far; the search stops when the smallest bound left is above both the last ranked score (q.top
     rows) and the STRONGEST_EXCLUDED-th strongest excluded one: no configuration left could enter either list, or
     tie with a row in it. The answer - ranked rows, strongest excluded, their scores and figures - is the full
-    enumeration's (tests/test_prepass.py); only the counts of feasible and excluded configurations cover the
+    enumeration's (tests/predict/test_prepass.py); only the counts of feasible and excluded configurations cover the
     predicted ones alone. Each configuration keeps its place in the enumeration, so ties are broken as in the full
     list."""
     by_variant: dict[tuple[str, str], list[int]] = {}
