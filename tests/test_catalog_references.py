@@ -208,6 +208,8 @@ SHARED_SHAPE_CARDS = {
     "google/gemma-4-E2B": (None, 35, None, None, None),
     # Qwen3.5-9B: 32 layers, 16 heads, 4 KV heads (vultr's Qwen3.5 9B page, from the card)
     "Qwen/Qwen3.5-9B-Base": (None, 32, 16, 4, None),
+    # Qwen3-Coder-Next: mlx-community/Qwen3-Coder-Next-nvfp4's config (48 layers, 16 q / 2 kv heads, untied)
+    "Qwen/Qwen3-Coder-Next": (None, 48, 16, 2, False),
 }
 
 
