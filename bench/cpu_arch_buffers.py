@@ -1,5 +1,5 @@
 """llama.cpp's own KV / recurrent-state / compute / model buffers against the estimate, on few-layer CPU cuts of the
-2026 architecture kinds (sources/measurements/cpu-llamacpp-buffers-2026-archs.csv; the same cuts tests/test_synthetic.py
+2026 architecture kinds (sources/measurements/cpu-llamacpp-buffers-2026-archs.csv; the same cuts tests/probes/test_synthetic.py
 checks). Needs llama-cpp-python 0.3.36. Usage: NCTX=4096 MMAP=0 python bench/cpu_arch_buffers.py > rows.jsonl"""
 import json, os, re, sys, tempfile
 from pathlib import Path

@@ -5,7 +5,7 @@ script rewrites from the shipped catalog, the quantization table and the GPU pro
 
     .venv/bin/python bench/doc_counts.py            # print the counts
     .venv/bin/python bench/doc_counts.py --write    # rewrite every marked span
-    .venv/bin/python bench/doc_counts.py --check    # exit 1 if a span is not the data's count (tests/test_docs.py)
+    .venv/bin/python bench/doc_counts.py --check    # exit 1 if a span is not the data's count (tests/house/test_docs.py)
 
 A rebuilt catalog (models, measured rows, scores added) or a new profile or quantization makes --check fail until
 --write is run. Counts of past runs (benchmark logs: "the 38-model catalog of that day") are not marked.

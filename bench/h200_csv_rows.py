@@ -9,7 +9,7 @@ Nemotron-3-Nano-30B-A3B, Qwen3.6-35B-A3B; same layout, f16 cache at depth 0 / 81
 (1-64 sequences; Qwen2.5-7B Q4_K_M again, Llama-3.1-8B Q8_0); their row ids also hash the table's name. They are
 NOT fitted yet: with them in the fit, leave-one-model-out on the shipped H200 decode rows goes 5.1 -> 6.1 % median,
 15.5 -> 18.8 % P90 (the features have no term for B >= 32 or the new architectures), and
-tests/test_calibration.py's held-out-better-than-analytic check fails. `--round3` writes them to
+tests/catalog/test_calibration.py's held-out-better-than-analytic check fails. `--round3` writes them to
 bench/results/h200-round3-rows.jsonl (held out); bench/h200_round3_errors.py measures them.
 
 * a KV row's tg128 at depth d -> one decode row: prompt_tokens = d (the context llama-bench fills before it times

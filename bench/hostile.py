@@ -16,7 +16,7 @@ Kinds (each a fixed, seeded number of trials times --scale):
   4 s limit; real `probe serve` processes (a password in the URL, --timeout inf, markup in the URL), then `estimate`
   and `recommend` on what was stored;
 - concurrent probes: 4 `probe serve --concurrency 1,1,1,2,2` at once on one overlay (20 rows a round);
-- hub: the tree's hub.fetch in process against a fake Hub's misbehaviours (tests/test_reliability_hub.py), and a
+- hub: the tree's hub.fetch in process against a fake Hub's misbehaviours (tests/e2e/test_reliability_hub.py), and a
   password in HF_ENDPOINT through `catalog add / list / show / refresh --hub`;
 - report paths: `--report` to a FIFO, a link to one, a link to /dev/null;
 - storage: `catalog add` into a damaged overlay, NUL in --catalog, a 4,301-digit integer in config.json.
@@ -568,7 +568,7 @@ def concurrent_probes(t: Tally, rounds: int, tree: Path, tmp: Path) -> None:
 def hub_modes(t: Tally, repeats: int, tree: Path, tmp: Path) -> None:
     """hub.fetch of the tree, in process, against a fake Hub's misbehaviours (limit HUB_TIMEOUT_S + 10 s), and a
     password in HF_ENDPOINT through `catalog add` / `list` / `show` processes."""
-    sys.path.insert(0, str(HERE / "tests"))
+    sys.path.insert(0, str(HERE / "tests" / "e2e"))
     import test_reliability_hub as fh  # noqa: PLC0415
     from recommender.catalog import hub as H  # noqa: PLC0415
     from recommender.core.errors import UserError  # noqa: PLC0415

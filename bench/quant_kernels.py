@@ -17,7 +17,7 @@ only (constants.QUANT_KERNEL_HARDWARE); the decode factor with one sequence only
 
     .venv/bin/python bench/quant_kernels.py            # print the table
     .venv/bin/python bench/quant_kernels.py --write    # write recommender/predict/quant_speeds.py
-    .venv/bin/python bench/quant_kernels.py --check    # exit 1 if quant_speeds.py is stale (tests/test_generated.py)
+    .venv/bin/python bench/quant_kernels.py --check    # exit 1 if quant_speeds.py is stale (tests/house/test_generated.py)
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def _vllm_lm(job: AccuracyJob, n_ctx: int, progress=None):
 
 
 # the child's LM per accuracy backend: each adapter registers under its record's accuracy_backend
-# (recommender.core.engines.EngineSpec), checked by tests/test_engine_names.py
+# (recommender.core.engines.EngineSpec), checked by tests/house/test_engine_names.py
 LM_BUILDERS = {"llama.cpp": _llama_cpp_lm, "hf": _hf_lm, "vllm": _vllm_lm}
 
 

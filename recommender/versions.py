@@ -1,4 +1,4 @@
-"""The labels of every figure and score a user sees (tests/test_golden.py reads them): a changed figure or ranking
+"""The labels of every figure and score a user sees (tests/e2e/test_golden.py reads them): a changed figure or ranking
 needs a changed label. ``formula`` and ``calibration`` label the predicted figures (recommender.predict); ``score``
 labels the score and the order (recommender.score) and the quality figures the ranking reads; ``engines`` the set of
 planned engines (recommender.core.engines: a new engine adds candidates)."""

@@ -154,3 +154,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.engine)
         if network_free:
             item.add_marker(pytest.mark.network_free)
+
+
+# The fake engine (tests/fake_engine.py) in a probe child: this folder and the repository on its PYTHONPATH
+FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def fake_job(mode="ok", **shape):
+    from evaluators.base import LoadSettings, RequestShape  # noqa: PLC0415
+    from evaluators.runner import ProbeJob  # noqa: PLC0415
+
+    return ProbeJob(engine="fake_engine:FakeEngine",
+                    load=LoadSettings(model_path="unused", context_tokens=1024, batch=shape.get("batch", 1),
+                                      extra={"mode": mode}),
+                    shape=RequestShape(prompt_tokens=100, output_tokens=5, **shape), repeats=3)

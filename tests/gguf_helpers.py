@@ -64,9 +64,15 @@ def _gguf_value(vtype: int, value) -> bytes:
         return struct.pack("<Q", len(b)) + b
     if vtype == ARR:
         sub, items, count = value if len(value) == 3 else (*value, None)
-        body = b"".join(_gguf_value(sub, v) for v in items)
+        if sub in _SCALAR:  # one pack for the whole array (a 2^24-item array took minutes item by item)
+            body = struct.pack(f"<{len(items)}{_SCALAR[sub]}", *items)
+        else:
+            body = b"".join(_gguf_value(sub, v) for v in items)
         return struct.pack("<IQ", sub, len(items) if count is None else count) + body
-    return struct.pack({U32: "<I", I32: "<i", F32: "<f", BOOL: "<?", U64: "<Q"}[vtype], value)
+    return struct.pack("<" + _SCALAR[vtype], value)
+
+
+_SCALAR = {U32: "I", I32: "i", F32: "f", BOOL: "?", U64: "Q"}
 
 
 def raw_gguf(kv: list[tuple[str, int, object]], tensors: tuple = (), n_tensors: int | None = None,

@@ -1,6 +1,6 @@
 """Golden predictions: the figures a fixed set of queries print with `--json`, recorded once and compared ever after.
 
-A changed figure fails tests/test_golden.py unless the estimate formula, calibration or score version was bumped
+A changed figure fails tests/e2e/test_golden.py unless the estimate formula, calibration or score version was bumped
 (recommender.versions; then the file is re-recorded on purpose):
 
     .venv/bin/python tests/golden.py record      # writes tests/data/golden-predictions.json

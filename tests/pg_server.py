@@ -5,7 +5,7 @@ loopback address only, and a fresh database per run.
     python tests/pg_server.py start   -> prints `export RECOMMENDER_TEST_PG_URL=...` and `export RECOMMENDER_TEST_PG_DIR=...`
     python tests/pg_server.py stop DIR
 
-.ci/run starts one for the whole test run; tests/test_tune_postgres.py starts its own when none was given and the
+.ci/run starts one for the whole test run; tests/search/test_tune_postgres.py starts its own when none was given and the
 binaries are on this machine.
 """
 

@@ -554,7 +554,7 @@ class Catalog:
 
 # The columns of the probe-row tables, in the records' field order (core/records.py): a dict field ``x`` is stored as
 # JSON text in ``x_json``. Derived, not spelled out, so a field added to a record cannot be dropped by _encode;
-# tests/test_schema.py checks them against the tables the migrations make.
+# tests/catalog/test_schema.py checks them against the tables the migrations make.
 JSON_FIELDS = ("raw", "per_subject")
 
 

@@ -31,7 +31,7 @@ PIPE_WIDTH = 200
 def deferred(module: str):
     """A project module that a command's fast path never needs (`recommend --verify` / `--report`: probes/verify,
     search/report and the page writer, ~40 ms of `recommend`'s start), imported when the option asks for it.
-    Only the CLI uses this, always with the module's full name as a literal: tests/test_layering.py reads these
+    Only the CLI uses this, always with the module's full name as a literal: tests/house/test_layering.py reads these
     names as imports and holds them to the same rules."""
     return importlib.import_module(module)
 

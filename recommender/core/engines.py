@@ -8,7 +8,7 @@ compute capabilities (``predict.constants.MIN_COMPUTE_CAPABILITY``) and its mult
 runtime overhead, efficiencies...) are its rules, in ``recommender.predict.engines`` (one module per engine).
 
 Code outside this module and ``recommender.predict.engines`` asks a record what an engine does (``file_format``,
-``partial_offload``, ``backends``...) and never compares an engine's name (tests/test_engine_names.py).
+``partial_offload``, ``backends``...) and never compares an engine's name (tests/house/test_engine_names.py).
 Adding an engine: its record here and its rules module in recommender/predict/engines/ (plus, for probes, a child-side
 adapter in evaluators/ named by ``adapter``).
 """

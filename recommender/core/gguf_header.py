@@ -2,7 +2,7 @@
 
 Used by ``catalog add`` (``recommender.model.arch.read_gguf_header``) and by the synthetic-model builder. gguf-py's
 ``GGUFReader`` makes one numpy object per array item (seconds for a 150k-token vocabulary); this reads the same
-header in about 0.1 s. tests/test_synthetic.py checks it against ``GGUFReader`` on real and synthetic files.
+header in about 0.1 s. tests/probes/test_synthetic.py checks it against ``GGUFReader`` on real and synthetic files.
 Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
 """
 

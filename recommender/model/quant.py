@@ -27,7 +27,7 @@ RULES_VERSION = "q2"  # bump when a size rule changes (the catalog digest includ
 # Catalog quantizations
 # ----------------------------------------------------------------------------------------------------------------
 # The table's records are literals of this file: built without validation at import (cold start), and validated by
-# tests/test_quant.py (test_quant_table_validates). A quantization is its record: everything else that lists
+# tests/model/test_quant.py (test_quant_table_validates). A quantization is its record: everything else that lists
 # quantizations (the GGUF ftypes below, the calibration's kernel classes, the quality build's cost rows) reads it.
 # The engines of a quantization are those whose record (recommender.core.engines.ENGINE_SPECS) runs its family.
 
@@ -160,7 +160,7 @@ def get_quant(name: str) -> QuantSpec:
 # ----------------------------------------------------------------------------------------------------------------
 # ggml storage types: (elements per block, bytes per block)
 # Source: ggml-org/llama.cpp ggml/src/ggml-common.h (block_* structs and their static_asserts); the same numbers are
-# gguf-py's GGML_QUANT_SIZES (gguf/constants.py), which tests/test_quant.py checks them against.
+# gguf-py's GGML_QUANT_SIZES (gguf/constants.py), which tests/model/test_quant.py checks them against.
 # ----------------------------------------------------------------------------------------------------------------
 QK4_0 = 32  # ggml-common.h #define QK4_0 32 (also QK4_1, QK5_0, QK5_1, QK8_0)
 QK_K = 256  # ggml-common.h #define QK_K 256 (k-quant super-block)

@@ -8,7 +8,7 @@ from recommender.predict.serving import SERVE_MODEL_VERSION
 
 
 def versions() -> dict[str, str]:
-    """The labels of the figures: a changed figure needs a changed label (tests/test_golden.py)."""
+    """The labels of the figures: a changed figure needs a changed label (tests/e2e/test_golden.py)."""
     return {"formula": ESTIMATE_FORMULA_VERSION, "calibration": CALIBRATION_VERSION, "serve": SERVE_MODEL_VERSION}
 
 

@@ -85,7 +85,7 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     linear_num_value_heads, d_conv = linear_conv_kernel_dim; F32. Mamba-2 layers (Nemotron-H, src/models/
     nemotron-h.cpp) hold the same two states with d_state = ssm_state_size, n_group = n_groups, d_inner =
     mamba_num_heads x mamba_head_dim (the spec's linear_* fields), checked against llama.cpp's RS buffer in
-    tests/test_synthetic.py.
+    tests/probes/test_synthetic.py.
     """
     n = spec.num_linear_attn_layers
     if not n:

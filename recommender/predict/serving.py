@@ -32,7 +32,7 @@ This is the structure of ai-dynamo/aiconfigurator's aggregated (in-flight batchi
 (aic-core/src/aiconfigurator_core/sdk/backends/base_backend.py run_agg and vllm_backend.py, commit 095f58a): the N
 prefills of a cycle run as mixed steps among the decode steps, TPOT averages the decode steps of a cycle with the
 mixed ones, and throughput is capped at Little's law. At N = 1 it is the single-stream figures: TTFT, TPOT and E2E
-unchanged. Checked against a published closed-loop vLLM sweep in bench/serve_model.py and tests/test_serving.py.
+unchanged. Checked against a published closed-loop vLLM sweep in bench/serve_model.py and tests/predict/test_serving.py.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ How a file is made (``build_synthetic_gguf``):
 * the file is written under a temporary name and renamed when complete, so a half-written file is never mistaken
   for a finished one.
 
-Checked (tests/test_synthetic.py and a sweep of every catalog config cut to 1-6 layers, at real widths): llama.cpp
+Checked (tests/probes/test_synthetic.py and a sweep of every catalog config cut to 1-6 layers, at real widths): llama.cpp
 (llama-cpp-python 0.3.36) loads the files with ``check_tensors`` on and returns finite logits for llama (SmolLM2,
 Llama-3.x, Mistral, Mixtral), qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, internlm2, baichuan, minicpm and
 deepseek2, at F16, Q8_0, Q6_K-bearing mixes Q4_K_M / Q5_K_M, and (SmolLM2) BF16, Q6_K, Q4_0, Q4_1.

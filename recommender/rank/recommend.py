@@ -110,7 +110,7 @@ def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) ->
     what is built so far; the search stops when the smallest bound left is above both the last ranked score (q.top
     rows) and the STRONGEST_EXCLUDED-th strongest excluded one: no configuration left could enter either list, or
     tie with a row in it. The answer - ranked rows, strongest excluded, their scores and figures - is the full
-    enumeration's (tests/test_prepass.py); only the counts of feasible and excluded configurations cover the
+    enumeration's (tests/predict/test_prepass.py); only the counts of feasible and excluded configurations cover the
     predicted ones alone. Each configuration keeps its place in the enumeration, so ties are broken as in the full
     list."""
     scale = value_scale(q)

@@ -37,7 +37,7 @@ from typing import Optional
 
 from recommender.core.errors import UserError
 
-# The label of the score, the order and the quality figures they read (recommender.versions; tests/test_golden.py):
+# The label of the score, the order and the quality figures they read (recommender.versions; tests/e2e/test_golden.py):
 # bump it when a ranking or a score changes while the predicted figures do not.
 SCORE_VERSION = "score-v6-evidence"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3:
 # every catalog model's own comparable-accuracy row (sources/quality rebuilt 2026-12-01), classifier checkpoints out of

@@ -3,7 +3,7 @@
 ``rules_for(name)`` is the only way the estimator reaches them: an engine whose record (recommender.core.engines) has
 no rules module here is refused with an error, never planned with another engine's numbers. The modules are found
 from the records (``EngineSpec.rules_module``), so adding an engine is its record and one module here that defines
-``RULES``; tests/test_engine_names.py checks that every record has its rules.
+``RULES``; tests/house/test_engine_names.py checks that every record has its rules.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import pytest
 from conftest import BIN, assert_user_error
 from gguf_helpers import ARR, STR, U32, llama_kv, raw_gguf
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 32,
@@ -123,7 +123,7 @@ def _hijack_folder(tmp_path: Path) -> Path:
 
 def test_perf_worker_ignores_an_evaluators_folder_in_the_cwd(tmp_path, monkeypatch):
     from evaluators.runner import run_probe
-    from test_probe import FAKE_ENV, _fake_job
+    from conftest import FAKE_ENV, fake_job as _fake_job
 
     cwd = _hijack_folder(tmp_path)
     monkeypatch.chdir(cwd)

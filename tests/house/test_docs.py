@@ -1,10 +1,11 @@
 """Docs that cannot drift: the counts README.md and docs/ state are the data's (bench/doc_counts.py), every file they
 or a comment / docstring cite is in the repository, every module they name imports, no development-machine path is
-left in them, and the package docstrings, docs/architecture.md and tests/test_layering.py number the layers alike."""
+left in them, and the package docstrings, docs/architecture.md and tests/house/test_layering.py number the layers alike."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import glob
 import importlib
 import importlib.util
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import doc_counts  # noqa: E402
@@ -42,12 +43,10 @@ def _prose(path: Path) -> str:
     return "\n".join(out)
 
 
+@functools.cache
 def _texts() -> list[tuple[str, str]]:
     paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *_python_files()]
     return [(str(p.relative_to(ROOT)), _prose(p)) for p in paths]
-
-
-TEXTS = _texts()
 
 
 def test_documented_counts_are_the_datas():
@@ -87,7 +86,7 @@ def _exists(cited: str) -> bool:
 
 
 def test_every_cited_file_is_in_the_repository():
-    missing = [f"{where}: {m}" for where, text in TEXTS for m in _citations(text) if not _exists(m)]
+    missing = [f"{where}: {m}" for where, text in _texts() for m in _citations(text) if not _exists(m)]
     assert not missing, "cited but not in the repository:\n" + "\n".join(missing)
 
 
@@ -127,7 +126,7 @@ _GGUF_KEYS = set(re.findall(r'add_\w+\("(recommender\.\w+)"',
 def test_every_named_module_imports():
     """Module names from before the move to packages (the flat modules quant, calibration ... of commit 41fc1aa) are
     gone: every dotted recommender. / evaluators. name in the docs, comments and docstrings imports."""
-    names = sorted({(where, m.rstrip(".")) for where, text in TEXTS for m in _MODULE.findall(text)})
+    names = sorted({(where, m.rstrip(".")) for where, text in _texts() for m in _MODULE.findall(text)})
     bad = [f"{where}: {m}" for where, m in names
            if not m.endswith(("py", "md")) and m not in _GGUF_KEYS and not _resolves(m)]
     assert not bad, "names no module or attribute:\n" + "\n".join(bad)
@@ -137,12 +136,12 @@ _DEV_PATH = re.compile(r"(?<![\w.~-])/(?:work|root|home|tmp)/[\w./-]*")
 
 
 def test_no_development_machine_paths():
-    found = [f"{where}: {m}" for where, text in TEXTS for m in _DEV_PATH.findall(text)]
+    found = [f"{where}: {m}" for where, text in _texts() for m in _DEV_PATH.findall(text)]
     assert not found, "absolute paths of a development machine:\n" + "\n".join(found)
 
 
 def _layers_of_test_layering() -> dict[str, int]:
-    doc = ast.get_docstring(ast.parse((ROOT / "tests" / "test_layering.py").read_text(encoding="utf-8")))
+    doc = ast.get_docstring(ast.parse((ROOT / "tests" / "house" / "test_layering.py").read_text(encoding="utf-8")))
     line = next(ln for ln in doc.splitlines() if ln.strip().startswith("1 core"))
     out = {}
     for part in line.split("·"):

@@ -4,7 +4,7 @@ The property everywhere: whatever the input, the answer is a result or one clean
 `error:` and one `hint:` line), never another exception, never a hang, and a spec that is accepted is usable
 (its tensor inventory and catalog variants build). Bounded: a fixed number of examples each, no deadline flakiness
 (the whole file runs in well under a minute on 2 cores). Failing examples found while writing these became the
-fixed cases in tests/test_reliability.py.
+fixed cases in tests/e2e/test_reliability.py.
 """
 
 from __future__ import annotations

@@ -487,7 +487,7 @@ def test_intel_arc_loads_on_a_vulkan_backend(profiles):
 
 # ---------------------------------------------------------------------------------------------- beyond NVML
 
-DETECT = Path(__file__).parent / "data" / "detect"  # recorded tool outputs; README.md says where each format is from
+DETECT = Path(__file__).resolve().parents[1] / "data" / "detect"  # recorded tool outputs; README.md says where each format is from
 
 
 def _fake_tools(outputs: dict[str, str]):

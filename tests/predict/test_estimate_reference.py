@@ -14,7 +14,7 @@ from recommender.predict.analytical import estimate, kv_bytes_per_token, kv_cach
 from recommender.predict.predictor import Config, Predictor
 from recommender.predict.reference import predict, reference_spec, scoreboard
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def cfg_spec(model: str):

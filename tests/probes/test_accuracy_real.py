@@ -165,7 +165,7 @@ def test_vllm_backend_scores_the_same_items_and_text(slow_cli, smollm2_hf):
     assert (t["task"], t["n"], t["status"], out["engine"]) == ("mmlu", 50, "ok", "vllm")
     assert sum(s["n"] for s in t["per_subject"].values()) == 50 and t["items_sha256"]
     ppl = {p["language"]: p for p in out["perplexity"]}
-    text = Path(__file__).resolve().parents[1] / "sources" / "text" / "ppl-en-v1.txt"
+    text = Path(__file__).resolve().parents[2] / "sources" / "text" / "ppl-en-v1.txt"
     lm = LlamaCppLM(str(smollm2_gguf_or_skip()), n_ctx=PPL_WINDOW, threads=1)
     nll, _ = token_logprobs(lm, text.read_text(encoding="utf-8"))
     lm.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import serve_model  # noqa: E402
 
 from recommender.predict.serving import Slo, serve_point, ttft_queue_factor  # noqa: E402

@@ -212,7 +212,7 @@ def _sglang_flags() -> dict[str, set[str]]:
     import csv
     from pathlib import Path
 
-    with open(Path(__file__).parent / "data" / "sglang_args.csv", newline="", encoding="utf-8") as fh:
+    with open(Path(__file__).resolve().parents[1] / "data" / "sglang_args.csv", newline="", encoding="utf-8") as fh:
         return {r["flag"]: set(r["choices"].split()) for r in csv.DictReader(fh)}
 
 

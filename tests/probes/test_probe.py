@@ -4,15 +4,13 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, smollm2_gguf_or_skip
+from conftest import assert_user_error, FAKE_ENV, fake_job as _fake_job, smollm2_gguf_or_skip
 
 
 from recommender.core.paths import SOURCES_DIR
 from evaluators.base import ENGINES, get_engine, LoadSettings, repeat_metrics, RequestShape, RunTiming
 from evaluators.runner import ProbeJob, run_probe
 
-TESTS = Path(__file__).parent
-FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])}
 
 
 def smollm2_gguf() -> Path:
@@ -42,13 +40,6 @@ def test_every_registered_engine_has_the_protocol():
         for method in ("load", "measure", "unload"):
             assert callable(getattr(eng, method)), (name, method)
         assert eng.name == name
-
-
-def _fake_job(mode="ok", **shape):
-    return ProbeJob(engine="fake_engine:FakeEngine",
-                    load=LoadSettings(model_path="unused", context_tokens=1024, batch=shape.get("batch", 1),
-                                      extra={"mode": mode}),
-                    shape=RequestShape(prompt_tokens=100, output_tokens=5, **shape), repeats=3)
 
 
 def test_runner_conformance_with_fake_engine():

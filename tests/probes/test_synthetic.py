@@ -26,7 +26,7 @@ from recommender.probes.synthetic import (
     synthetic_path,
 )
 
-CONFIGS = Path(__file__).resolve().parents[1] / "sources" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "sources" / "configs"
 TOKENS = [1, 2, 3]
 
 
@@ -286,7 +286,7 @@ def test_cache_reuses_matching_file_and_rebuilds_bad_one(tmp_path):
 # folder holding ggml-vocab-qwen2.gguf, or run from a checkout whose .device/vocab has it (prepare.sh).
 def _qwen2_vocab() -> Path | None:
     for d in (os.environ.get("RECOMMENDER_VOCAB_DIR"), Path.cwd() / ".device" / "vocab",
-              Path(__file__).resolve().parents[1] / ".device" / "vocab"):
+              Path(__file__).resolve().parents[2] / ".device" / "vocab"):
         if d and (Path(d) / "ggml-vocab-qwen2.gguf").is_file():
             return Path(d) / "ggml-vocab-qwen2.gguf"
     return None

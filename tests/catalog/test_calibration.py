@@ -197,7 +197,7 @@ def test_llamabench_rows_are_current_with_their_tables():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     r = subprocess.run([sys.executable, str(root / "bench" / "h200_csv_rows.py"), "--check"], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr

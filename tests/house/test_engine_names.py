@@ -21,7 +21,7 @@ import pytest
 from recommender.core.engines import ENGINE_SPECS, ENGINES, engine_spec, engines_running
 from recommender.core.errors import UserError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = ("recommender/core/engines.py", "recommender/predict/engines/")
 NAMES = frozenset(ENGINES)
 

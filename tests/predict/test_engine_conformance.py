@@ -31,7 +31,7 @@ def engine_case(request, tmp_path_factory):
         import sys
         from pathlib import Path
 
-        sys.path.insert(0, str(Path(__file__).parent))
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         return "fake_engine:FakeEngine", LoadSettings(model_path="unused", context_tokens=256, batch=2)
     if name == "llama.cpp":
         return name, LoadSettings(model_path=str(smollm2_gguf_or_skip()), context_tokens=256, batch=2, threads=2)
@@ -124,7 +124,7 @@ def test_llama_cpp_loads_after_an_engine_is_freed():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.run([sys.executable, "-c", _LOAD_AFTER_UNLOAD, str(smollm2_gguf_or_skip())], cwd=root,
                           env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), (proc.returncode, proc.stderr[-2000:])

@@ -202,7 +202,7 @@ def test_tune_goodput_on_a_machine_matches_recommend(cli):
     """`tune --goodput` on 2x RTX 3090 (serve workload, its SLOs: TTFT 1 s, TPOT 189 ms) maximizes the goodput
     recommend shows: the grid's optimum is the configuration among recommend's candidates with the highest
     `goodput_requests_per_s` figure (one serving model, recommender.predict.serving), and every candidate is split
-    over both cards. The serving model itself is checked against a published sweep in tests/test_serving.py."""
+    over both cards. The serving model itself is checked against a published sweep in tests/predict/test_serving.py."""
     sel = ["--model", "Qwen/Qwen3-14B", "--gpu", "2x RTX 3090", "-w", "serve", "--quant", "Q4_K_M",
            "--quant", "Q8_0", "--engine", "llama.cpp"]
     rec = cli("recommend", *sel, "--per-model", "0", "--top", "100", "--json")
