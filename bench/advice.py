@@ -31,7 +31,7 @@ from recommender.core.errors import UserError  # noqa: E402
 from recommender.core.paths import base_catalog_path  # noqa: E402
 from recommender.hardware.profiles import planning_hardware  # noqa: E402
 from recommender.rank.candidates import enumerate_candidates  # noqa: E402
-from recommender.score.order import rank  # noqa: E402
+from recommender.score.order import over_limit_alternative, rank  # noqa: E402
 from recommender.score.weighted import READING_TPOT_MS  # noqa: E402
 
 REGRET_TARGET_POINTS = 3.0
@@ -141,8 +141,10 @@ def question(catalog, qid, gpu, vram, workload, max_latency):
                         weights=None, missing=MissingOpt.worst, gpu=gpu, model=None, engine=None, quant=None,
                         top=10, per_model=1, catalog_path=None)
     q, notes = build_query(opts, "value")
-    ranked, _, feasible = rank(enumerate_candidates(catalog, q), q)
-    out = {"id": qid, "budget_gib": q.vram_bytes / 1024**3, "n": len(feasible), "top3": ranked[:3]}
+    cands = enumerate_candidates(catalog, q)
+    ranked, _, feasible = rank(cands, q)
+    alt = over_limit_alternative(cands, ranked, q)  # shown beside the answer, labelled (recommend's notes)
+    out = {"id": qid, "budget_gib": q.vram_bytes / 1024**3, "n": len(feasible), "top3": ranked[:3], "alt": alt}
     if not ranked:
         return out
     top = ranked[0]
@@ -153,9 +155,11 @@ def question(catalog, qid, gpu, vram, workload, max_latency):
     if qid == "H":
         checks["32K context, TTFT <= 60 s"] = top.context_tokens >= 32768 and (top.ttft_ms or 1e18) <= 60000
     if qid == "C":
+        # offered: ranked within the limits, or shown beside the answer as the labelled over-the-limit alternative
+        # (TTFT over the limit by X ms, decode Y tok/s: score.order.over_limit_alternative)
         checks["offload >=30B MoE >=4 bit offered"] = any(
             c.gpu_layers is not None and c.params_total >= 30e9 and c.params_active < c.params_total
-            and not c.quant.startswith(("IQ1", "IQ2", "Q2", "IQ3", "Q3")) for c in feasible)
+            and not c.quant.startswith(("IQ1", "IQ2", "Q2", "IQ3", "Q3")) for c in [*feasible, *([alt] if alt else [])])
         checks["no IQ2 in top 3"] = not any(c.quant.startswith("IQ2") for c in ranked[:3])
     if qid in ("E", "E'"):
         checks[">=30 tok/s or vLLM/SGLang"] = top.engine in ("vllm", "sglang") or (tok_s or 0) >= 30
@@ -173,9 +177,10 @@ def question(catalog, qid, gpu, vram, workload, max_latency):
 def questions_main(markdown: bool) -> int:
     catalog = Catalog(base_catalog_path())
     head = ("q", "machine", "top pick", "GiB / budget", "TTFT", "tok/s", "goodput/s", "checks")
-    lines, failed = [], 0
+    lines, failed, done = [], 0, []
     for qid, gpu, vram, wl, lat, _want in QUESTIONS:
         r = question(catalog, qid, gpu, vram, wl, lat)
+        done.append(r)
         machine = f"{gpu}{' ' + vram + ' GiB' if vram else ''} {wl}{' ' + lat if lat else ''}"
         if "top" not in r:
             lines.append((qid, machine, "nothing fits", "", "", "", "", "FAIL"))
@@ -190,6 +195,7 @@ def questions_main(markdown: bool) -> int:
                       f"{t.ttft_ms:.0f} ms" if t.ttft_ms else "?", f"{r['tok_s']:.0f}" if r["tok_s"] else "?",
                       f"{t.goodput_per_s:.2f}" if t.goodput_per_s else "",
                       "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in r["checks"].items())))
+    alts = [(r["id"], r["alt"]) for r in done if r.get("alt") is not None]
     names = []
     for name, vram in TYPED_NAMES:
         try:
@@ -209,6 +215,9 @@ def questions_main(markdown: bool) -> int:
             for ln in [h, *table]:
                 print("  ".join(str(v).ljust(w) for v, w in zip(ln, widths)))
         print()
+    for qid, a in alts:
+        print(f"{qid}: over the limit, shown beside the answer: {a.model} {a.quant} {a.engine} ngl {a.gpu_layers}, "
+              f"TTFT {a.ttft_ms:.0f} ms, {1000.0 / a.tpot_ms:.0f} tok/s" if a.tpot_ms else "")
     resolved = sum(n[1] != "refused" for n in names)
     print(f"{len(QUESTIONS) - failed}/{len(QUESTIONS)} questions pass their checks; {resolved}/{len(names)} names "
           f"resolve (Jetson Orin lists its choices by design)")

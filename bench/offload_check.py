@@ -24,6 +24,8 @@ sys.path.insert(0, str(ROOT))
 from recommender.catalog.build import load_models  # noqa: E402
 from recommender.core.paths import SOURCES_DIR  # noqa: E402
 from recommender.hardware.profiles import find_profile, load_profiles  # noqa: E402
+from recommender.predict import constants as C  # noqa: E402
+from recommender.predict.analytical import memory  # noqa: E402
 from recommender.predict.reference import partial_offload_points  # noqa: E402
 
 def rows() -> list[dict]:
@@ -41,10 +43,40 @@ def rows() -> list[dict]:
     return out
 
 
+def expert_copy_fit() -> dict:
+    """HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S from the MoE pp512 rows: each row's prompt time over the all-on-GPU row,
+    less its dense host bytes at HOST_TO_GPU_COPY_BYTES_PER_S, against its host-resident routed-expert bytes; least
+    squares through the origin (one micro-batch per row: pp512)."""
+    specs = {m.id: m for m in load_models(SOURCES_DIR)}
+    hw = find_profile("H200 SXM", load_profiles())
+    pts = [p for p in partial_offload_points(specs, hw) if not p.decode and specs[p.row["model_id"]].is_moe]
+    full = next(p.measured_ms for p in pts if not p.blocks_on_host)
+    xs, ys = [], []
+    for p in pts:
+        if not p.blocks_on_host:
+            continue
+        spec = specs[p.row["model_id"]]
+        m = memory(spec, p.row["quant"], "llama.cpp", hw, context_tokens=4096, prompt_tokens=512, output_tokens=1,
+                   gpu_layers=int(p.row["n_gpu_layers"]))
+        expert = m.expert_bytes * (1 - m.gpu_frac)
+        dense = m.host_layer_bytes - expert
+        xs.append(expert)
+        ys.append((p.measured_ms - full) / 1e3 - dense / C.HOST_TO_GPU_COPY_BYTES_PER_S.value)
+    rate = sum(x * x for x in xs) / sum(x * y for x, y in zip(xs, ys))
+    return {"rate_bytes_per_s": rate, "expert_bytes": xs, "rows": len(xs)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--fit", action="store_true", help="fit HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S from the MoE rows")
     a = ap.parse_args()
+    if a.fit:
+        f = expert_copy_fit()
+        print(f"routed experts reach the GPU at {f['rate_bytes_per_s'] / 1e9:.2f} GB/s (least squares through the origin, "
+              f"{f['rows']} MoE pp512 rows; host expert GB {', '.join(f'{x / 1e9:.2f}' for x in f['expert_bytes'])}); "
+              f"constant: {C.HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S.value / 1e9:.2f} GB/s")
+        return
     rs = rows()
     if a.json:
         print(json.dumps(rs, indent=1))

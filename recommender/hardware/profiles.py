@@ -644,8 +644,10 @@ def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, foun
     profiles = load_profiles()
     if gpu and gpu.strip().lower() in CPU_PLANNING_NAMES:
         prof = cpu_profile(probe_host())  # measured once per host (cached); --bandwidth replaces its bandwidth
+        src = prof.sources.get("memory_bandwidth_bytes_per_s", "")
         bw = (f", {prof.memory_bandwidth_bytes_per_s / 1e9:.1f} GB/s measured"
-              if prof.sources.get("memory_bandwidth_bytes_per_s", "").startswith("measured") else "")
+              + (" per CPU-second: the machine was busy, the probe ran a share of the time" if "is busy" in src else "")
+              if src.startswith("measured") else "")
         notes.append(f"planning for this machine's CPU ({prof.name}, {prof.memory_bytes / 1024**3:.1f} GiB RAM{bw})")
     elif gpu:
         prof, note = resolve_profile(gpu, profiles, (parse_memory(vram) if isinstance(vram, str) else vram)

@@ -377,6 +377,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     # bytes read per decode step: every GPU-resident weight once (routed experts: only those the batch
     # touches), plus the KV cache of every sequence at its mean length during generation.
     host_weights_read = host_layer_bytes
+    host_expert = 0.0  # routed-expert bytes in host RAM (partial offload of an MoE)
     if spec.is_moe and expert_b:
         e, k = spec.num_experts, spec.num_experts_per_tok
         touched = e * (1 - (1 - k / e) ** batch)  # expected distinct experts per layer for `batch` tokens
@@ -401,11 +402,17 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         host_dec_ms = host_step / (C.HOST_MEMORY_BANDWIDTH.value * C.HOST_DECODE_BW_EFFICIENCY.value) * 1e3
         # prefill: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights to the
         # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
+        # (an MoE's routed experts reach the GPU at their own measured rate, HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S)
         ubatches = r.offload_copies(prompt_tokens * batch)
-        host_pre_ms = host_layer_bytes * ubatches / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3
+        host_dense = max(host_layer_bytes - host_expert, 0.0)
+        host_pre_ms = (host_dense / C.HOST_TO_GPU_COPY_BYTES_PER_S.value
+                       + host_expert / C.HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S.value) * ubatches * 1e3
+        experts = (f" (of which routed experts {host_expert / 1e9:.2f} GB at HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S "
+                   f"{C.HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S.value / 1e9:.1f} GB/s, the rest at "
+                   f"HOST_TO_GPU_COPY_BYTES_PER_S)" if host_expert else " / HOST_TO_GPU_COPY_BYTES_PER_S")
         basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
-                                    f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches / "
-                                    f"HOST_TO_GPU_COPY_BYTES_PER_S = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
+                                    f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches"
+                                    f"{experts} = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = None
     kvq_gpu_ms = cols_gpu_ms = 0.0

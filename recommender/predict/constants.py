@@ -28,8 +28,10 @@ MIB = 1024**2
 # v5 (issue 22, branch arch): llama.cpp leaves a checkpoint's MTP blocks unloaded (Qwen3-Next's resident weights and
 # decode reads drop by that block), Qwen3.5 / Nemotron-H hybrids sized (KV on attention layers, recurrent states);
 # v6: the generated terms refitted on the code that reads them (their new --check found both stale): MoE decode
-# 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %
-ESTIMATE_FORMULA_VERSION = "estimate-v6"
+# 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %;
+# v7 (issue 24, branch plan24): an MoE's host-resident routed experts reach the GPU for each prompt micro-batch at
+# HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S (26.2 GB/s, fitted on the H200 rows), not the dense blocks' 6.5 GB/s
+ESTIMATE_FORMULA_VERSION = "estimate-v7"
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,13 @@ HOST_TO_GPU_COPY_BYTES_PER_S = Const(6.5e9, "bytes/s", "measured (docs/estimates
                                       "prompt: TTFT 430.3 ms at n_gpu_layers=14 against 61.0 ms with every layer, for "
                                       "2,288 MiB of host-resident (mmap'd, pageable) weights copied once = 6.5 GB/s, "
                                       "far below PCIe's 31.5-63 GB/s")
+HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S = Const(
+    26.2e9, "bytes/s", "measured (docs/estimates.md 6.7, bench/offload_check.py --fit): llama-bench pp512 of a "
+    "synthetic Qwen3-30B-A3B Q4_K_M on the NVIDIA H200 host at -ngl 37/25/13 (sources/measurements/"
+    "h200-partial-offload.csv): prompt time over the all-on-GPU row less the dense host bytes at "
+    "HOST_TO_GPU_COPY_BYTES_PER_S, against the host-resident routed-expert bytes (4.39 / 8.78 / 13.17 GB), least "
+    "squares through the origin = 26.2 GB/s (prompt times then within -37 / -5 / +9 %, were +98 / +220 / +278 % at 6.5 GB/s); 4x the dense layers' rate, mechanism not settled. Below PCIe 4.0 "
+    "x16's 31.5 GB/s, so a desktop card's link can carry it; a PCIe 3.0 card's cannot (15.8 GB/s), not modelled")
 GGML_CUDA_OFFLOAD_MIN_BATCH = Const(32, "tokens", "ggml-cuda.cu ggml_backend_cuda_device_offload_op: get_op_batch_size"
                                                    "(op) >= op_offload_min_batch_size, default 32 (env "
                                                    "GGML_OP_OFFLOAD_MIN_BATCH; a hard-coded 32 in older releases)")

@@ -14,7 +14,8 @@ from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateK
 from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
 from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE, evidence_rows
-from recommender.score.order import STRONGEST_EXCLUDED, answer_notes, quality_bounds, rank, value_scale
+from recommender.score.order import (STRONGEST_EXCLUDED, answer_notes, over_limit_alternative, over_limit_note,
+                                     quality_bounds, rank, value_scale)
 
 # The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
 FIRST_ROUND_VARIANTS = 64
@@ -31,6 +32,9 @@ class Recommendation(Strict):
     counts: dict[str, int]
     notes: list[str] = Field(default_factory=list)
     evidence: list[dict] = Field(default_factory=list)  # the top rows' accuracy evidence (rank.quality.evidence_rows)
+    # an offload plan only the latency limit holds back, more accurate than the top pick (score.order.
+    # over_limit_alternative), shown beside the answer with what it costs
+    alternatives: list[Candidate] = Field(default_factory=list)
 
 
 def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
@@ -85,8 +89,11 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
                          f"{ev[1]})")
         if ev[0] == "estimated":
             notes.append("measure the top pick's accuracy with `recommender probe accuracy`")
-    for c in (*ranked, *strongest):  # the rows shown: how to run each (recommender.rank.launch)
-        c.launch = launch_recipe(c, q.hardware, q.machine)
+    alt = over_limit_alternative(cands, ranked, q)
+    if alt is not None:
+        notes.append(over_limit_note(alt, ranked[0], q))
+    for c in (*ranked, *strongest, *([alt] if alt is not None else [])):  # the rows shown: how to run each
+        c.launch = launch_recipe(c, q.hardware, q.machine)  # (recommender.rank.launch)
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           # candidates: the grid (tune's, with --no-offload); offload: the partial-offload
                           # configurations added to it (candidate_keys), among the predicted ones when shown
@@ -94,7 +101,7 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
                                   "offload": sum(k.gpu_layers is not None for k in keys),
                                   "predicted": len(cands), "feasible": len(feasible),
                                   "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
-                          notes=notes,
+                          notes=notes, alternatives=[alt] if alt is not None else [],
                           evidence=evidence_rows(builder.tasks, ranked[:EVIDENCE_ROWS], tuple(q.workload.accuracy_tasks))
                           if q.normalization == "value" else [])
 

@@ -247,3 +247,66 @@ def no_fit_notes(infeasible: list) -> list[str]:
         notes.append("some candidates have an unknown latency on this GPU profile (no sourced peak FLOP/s): "
                      "try --latency-metric tpot, or plan for a profile with that figure")
     return notes
+
+
+# An offload plan held back by the latency limit alone is shown beside the answer (issue 24, question C) when its
+# latency is within this multiple of the limit: a user who asked for 800 ms may take 1.1 s for a better model, hardly
+# 8 s. A stated policy of the answer, not a measured figure.
+OVER_LIMIT_ALTERNATIVE_FACTOR = 2.0
+
+
+def effective_accuracy(c) -> Optional[float]:
+    """Task accuracy as ranked (--risk's quantile) less the points the quantization costs; None when unknown."""
+    acc = c.figures.get("task_accuracy_ranked") or c.figures.get("task_accuracy")
+    if acc is None or acc.value is None:
+        return None
+    qp = c.figures.get("quant_cost_points")
+    return acc.value - (qp.value if qp is not None and qp.value is not None else 0.0)
+
+
+def over_limit_alternative(cands: list, ranked: list, q):
+    """The partial-offload plan (llama.cpp n_gpu_layers < all, the rest in host RAM) that only the user's latency
+    limit holds back, within OVER_LIMIT_ALTERNATIVE_FACTOR of it, and more accurate than the top pick (task accuracy
+    as ranked less its quantization cost): the best-scoring such plan, scored as the ranked ones but with the latency
+    limit widened to OVER_LIMIT_ALTERNATIVE_FACTOR x the user's (the comfortable latency kept), so that between the
+    limit and that bound the faster plan gains as the more accurate one does. None when there is none (no limit,
+    nothing ranked, or nothing better). Deferred records (over the memory budget) never qualify."""
+    if q.max_latency_ms is None or not ranked:
+        return None
+    top = effective_accuracy(ranked[0])
+    if top is None:
+        return None
+    pool = []
+    for c in cands:
+        if getattr(c, "deferred", False) or c.gpu_layers is None or len(c.excluded) != 1 or c.latency_ms is None:
+            continue
+        if not (q.max_latency_ms < c.latency_ms <= OVER_LIMIT_ALTERNATIVE_FACTOR * q.max_latency_ms):
+            continue
+        eff = effective_accuracy(c)
+        if eff is None or eff <= top:
+            continue
+        pool.append(c)
+    if not pool:
+        return None
+    method = q.normalization
+    scale = None
+    if method == "value":
+        base = value_scale(q)
+        scale = ValueScale(base.budget_bytes, base.t_ok_ms, OVER_LIMIT_ALTERNATIVE_FACTOR * base.limit_ms,
+                           base.user_limit, base.goodput_target, base.guard)
+    scored = score_rows([costs(c, method) for c in pool], q.weights, method, q.missing, scale)
+    return min(zip(pool, scored), key=lambda cs: (round(cs[1][0], SCORE_DECIMALS), cs[0].latency_ms, cs[0].model,
+                                                   cs[0].quant))[0]
+
+
+def over_limit_note(alt, top, q) -> str:
+    """One line saying what the over-the-limit offload plan costs and gives."""
+    tpot = alt.figures["tpot_ms"].value
+    host = alt.terms.get("host_weights_bytes") if getattr(alt, "terms", None) else None
+    return (f"over the limit, if you can wait longer: {alt.model} {alt.quant} with partial offload (n_gpu_layers "
+            f"{alt.gpu_layers}" + (f", {host / 1024**3:.1f} GiB of weights in host RAM" if host else "") + "): "
+            f"{q.latency_metric.upper()} {alt.latency_ms:.0f} ms, over the {q.max_latency_ms:.0f} ms limit by "
+            f"{alt.latency_ms - q.max_latency_ms:.0f} ms; decodes "
+            + (f"{1000.0 / tpot:.0f} tok/s" if tpot else "at an unknown rate")
+            + f"; accuracy less quantization cost {effective_accuracy(alt):.1f} points against the top pick's "
+              f"{effective_accuracy(top):.1f}")

@@ -15,7 +15,8 @@ from recommender.hardware.host import probe_host
 from recommender.hardware.profiles import (cpu_profile, find_profile, load_profiles, metal_working_set,
                                            planning_hardware)
 from recommender.rank.candidates import enumerate_candidates
-from recommender.score.order import rank
+from recommender.rank.recommend import recommend
+from recommender.score.order import OVER_LIMIT_ALTERNATIVE_FACTOR, over_limit_alternative, rank
 
 GIB = 1024**3
 
@@ -66,6 +67,38 @@ def test_cpu_bench_measures_and_caches(tmp_path, monkeypatch):
     assert a["memory_bandwidth_bytes_per_s"] > 1e8 and a["fp32_flops_per_s"] > 1e6
     monkeypatch.setenv(cpu_bench.ENV_OFF, "off")
     assert cpu_bench.cached_or_measure("other", 2) is None
+
+
+def test_cpu_bench_rates_are_per_cpu_second_received(monkeypatch):
+    """On a shared box the probe's threads run part of the wall time: the figure kept is the rate per CPU-second they
+    received x the cores (the machine with its cores free), never below the wall-clock rate, which stays beside it."""
+    monkeypatch.setattr(cpu_bench, "BANDWIDTH_BYTES", 16 * 1024 * 1024)
+    monkeypatch.setattr(cpu_bench, "MATMUL_N", 128)
+    d = cpu_bench.measure(2)
+    assert 0 < d["cpu_share"] <= 1
+    assert d["memory_bandwidth_bytes_per_s"] >= d["wall_memory_bandwidth_bytes_per_s"] * 0.5
+    assert d["fp32_flops_per_s"] <= d["wall_fp32_flops_per_s"] * 2 * 1.0001  # capped by the wall rate x cores
+    assert "per CPU-second" in d["basis"] and "wall clock" in d["basis"]
+    # a pass whose threads got half the wall time: per CPU-second the rate doubles
+    clock = {"wall": 0.0, "cpu": 0.0}
+
+    class HalfTime:
+        @staticmethod
+        def perf_counter():
+            clock["wall"] += 1.0
+            return clock["wall"]
+
+        @staticmethod
+        def thread_time():
+            clock["cpu"] += 0.25  # called twice per thread and pass: 0.25 s of CPU per 1 s of wall between two calls
+            return clock["cpu"]
+
+        process_time = thread_time
+        strftime, gmtime = staticmethod(__import__("time").strftime), staticmethod(__import__("time").gmtime)
+
+    monkeypatch.setattr(cpu_bench, "time", HalfTime)
+    rate, wall = cpu_bench._copy_bandwidth(1, nbytes=8 * 1024, repeats=1)
+    assert rate == pytest.approx(4 * wall)
 
 
 def test_a_16gb_cpu_box_gets_a_small_model_with_its_speed(catalog, fake_bench):
@@ -248,3 +281,31 @@ def test_partial_offload_is_ranked_when_host_ram_holds_the_rest(catalog):
     assert not [c for c in plans("8") if c.gpu_layers is not None]  # 8 GiB (4 usable) cannot hold the rest
     from recommender.cli.common import engine_label
     assert engine_label(c) == f"llama.cpp ngl {c.gpu_layers}"
+
+
+def test_an_moe_offload_plan_over_the_ttft_limit_is_shown_beside_the_answer(catalog):
+    """C with --max-latency 800ms: the 30B-A3B at >= 4 bits with blocks in host RAM copies their experts to the GPU
+    for each 512-token micro-batch (HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S), about 1.1 s for a 1024-token prompt: over the
+    limit, so not ranked, but shown beside the answer with what it costs (over by X ms) and gives (tok/s, accuracy)."""
+    opts = QueryOptions(vram=None, max_latency="800ms", latency_metric=LatencyMetricOpt("ttft"), workload="chat",
+                        context=None, batch=None, prompt_tokens=None, output_tokens=None, weights=None,
+                        missing=MissingOpt.worst, gpu="RTX 3060 12GB",
+                        model=["Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-8B"], engine=["llama.cpp"],
+                        quant=["Q8_0", "IQ4_XS"], top=5, per_model=1, catalog_path=None, ram="64")
+    q, _ = build_query(opts, "value")
+    cands = enumerate_candidates(catalog, q)
+    ranked, _, _ = rank(cands, q)
+    assert ranked and all(c.ttft_ms <= 800 for c in ranked)
+    alt = over_limit_alternative(cands, ranked, q)
+    assert alt is not None and alt.gpu_layers is not None and alt.params_total >= 30e9 and alt.quant == "IQ4_XS"
+    assert 800 < alt.ttft_ms <= OVER_LIMIT_ALTERNATIVE_FACTOR * 800
+    assert alt.excluded == [f"TTFT {alt.ttft_ms:.0f} ms exceeds the limit of 800 ms"]
+    rec = recommend(catalog, q)
+    note = next(n for n in rec.notes if n.startswith("over the limit"))
+    assert f"over the 800 ms limit by {alt.ttft_ms - 800:.0f} ms" in note and "tok/s" in note
+    assert rec.alternatives and rec.alternatives[0].quant == "IQ4_XS" and rec.alternatives[0].launch
+    # no latency limit: nothing beside the answer (every plan is ranked)
+    q2, _ = build_query(opts._replace(max_latency=None), "value")
+    c2 = enumerate_candidates(catalog, q2)
+    r2, _, _ = rank(c2, q2)
+    assert over_limit_alternative(c2, r2, q2) is None
