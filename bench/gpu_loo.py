@@ -40,6 +40,7 @@ from recommender.hardware.profiles import load_profiles, match_profile
 from recommender.predict import constants as C
 from recommender.predict.engines import llama_cpp as L
 from recommender.predict.analytical import clear_memos, estimate, prefill_peak, speed_family
+from recommender.predict.counts import moe_layers
 from recommender.predict.reference import Point, board_points, fit_families, leave_one_gpu_out
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +155,7 @@ def moe_fit(profiles) -> dict:
         for spec, quant, hw, ctx, prompt, out, tpot, pre_ms, src in rows:
             e = estimate(spec, quant, "llama.cpp", hw, context_tokens=ctx, prompt_tokens=prompt, output_tokens=out)
             if tpot:
-                dec.append(((tpot - e.tpot_ms) / spec.num_layers, src))
+                dec.append(((tpot - e.tpot_ms) / moe_layers(spec), src))
             t = llama_cpp_latency_terms(hw, "gguf")
             if pre_ms and t and t["mfu"]:
                 rate = t["peak"] * t["mfu"]

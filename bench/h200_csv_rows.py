@@ -6,11 +6,16 @@ h200-batched-decode.csv (1-16 parallel sequences) were measured with llama.cpp's
 
 Round 3 (bench/h200_round3.sh) added h200-long-context-kv-2.csv (Qwen3-8B), h200-arch-kinds.csv (Qwen3.5-9B,
 Nemotron-3-Nano-30B-A3B, Qwen3.6-35B-A3B; same layout, f16 cache at depth 0 / 8192) and h200-batched-decode-2.csv
-(1-64 sequences; Qwen2.5-7B Q4_K_M again, Llama-3.1-8B Q8_0); their row ids also hash the table's name. They are
-NOT fitted yet: with them in the fit, leave-one-model-out on the shipped H200 decode rows goes 5.1 -> 6.1 % median,
-15.5 -> 18.8 % P90 (the features have no term for B >= 32 or the new architectures), and
-tests/catalog/test_calibration.py's held-out-better-than-analytic check fails. `--round3` writes them to
-bench/results/h200-round3-rows.jsonl (held out); bench/h200_round3_errors.py measures them.
+(1-64 sequences; Qwen2.5-7B Q4_K_M again, Llama-3.1-8B Q8_0); their row ids also hash the table's name. Held out
+under cal-v2 (its features had no term for B >= 32 or the hybrid MoE layouts: with them in that fit, leave-one-model-
+out on the shipped H200 decode rows went 5.1 -> 6.1 % median, 15.5 -> 18.8 % P90); cal-v3's features predicted them
+held out at 4.5 % median, 12.8 % P90 (bench/h200_round3_errors.py, "before"), and they are fitted since cal-v3.
+`--round3` still writes them alone to bench/results/h200-round3-rows.jsonl.
+
+Round 4 (bench/h200_round4.sh, 2026-12-02) added h200-long-context-kv-3.csv (Llama-3.2-3B, Qwen2.5-14B) and
+h200-batched-decode-3.csv (1-64 sequences: Qwen2.5-14B, Llama-3.2-3B, Qwen3-30B-A3B, Qwen3-8B, all Q4_K_M), measured
+after cal-v3's features were chosen. Held out first (`--round4` writes them alone to bench/results/h200-round4-rows.jsonl;
+`bench/h200_heldout_errors.py` fits on every other row and predicts them: 4.0 % median, 17.3 % P90), then fitted.
 
 * a KV row's tg128 at depth d -> one decode row: prompt_tokens = d (the context llama-bench fills before it times
   128 generated tokens), output_tokens = 128, tpot_ms = 1000 / tg128 tok/s. No TTFT (pp512 at a depth is not a
@@ -24,7 +29,8 @@ llama-bench decodes 1-7 % faster than the project's llama-cpp-python probe on th
 
     python bench/h200_csv_rows.py            # writes sources/measurements/h200-llamabench-rows.jsonl
     python bench/h200_csv_rows.py --check    # exit 1 when that file is not what the tables give
-    python bench/h200_csv_rows.py --round3   # writes bench/results/h200-round3-rows.jsonl (round 3, held out)
+    python bench/h200_csv_rows.py --round3   # writes bench/results/h200-round3-rows.jsonl (round 3 alone)
+    python bench/h200_csv_rows.py --round4   # writes bench/results/h200-round4-rows.jsonl (round 4, held out)
 """
 
 from __future__ import annotations
@@ -59,11 +65,19 @@ def _row(**kw) -> dict:
 
 # (table, measured_at for a batched table, which has no time column): the first round's rows, then round 3's
 # (bench/h200_round3.sh; sources/measurements/README.md). h200-arch-kinds.csv has the KV tables' layout.
-KV_TABLES = ("h200-long-context-kv.csv", "h200-long-context-kv-2.csv", "h200-arch-kinds.csv")
+KV_TABLES = ("h200-long-context-kv.csv", "h200-long-context-kv-2.csv", "h200-arch-kinds.csv",
+             "h200-long-context-kv-3.csv")
 BATCHED_TABLES = (("h200-batched-decode.csv", "2026-12-01T09:40:00Z"),  # README: taken 09:12-09:40 UTC
-                  ("h200-batched-decode-2.csv", "2026-12-01T22:29:12Z"))  # bench/results/h200-round3-pipeline.txt
-FITTED = {KV_TABLES[0], BATCHED_TABLES[0][0]}  # the tables the shipped calibration fits (OUT)
-ROUND3_OUT = ROOT / "bench" / "results" / "h200-round3-rows.jsonl"  # round 3's rows, held out (not loaded by the catalog)
+                  ("h200-batched-decode-2.csv", "2026-12-01T22:29:12Z"),  # bench/results/h200-round3-pipeline.txt
+                  ("h200-batched-decode-3.csv", "2026-12-02T01:36:18Z"))  # bench/results/h200-round4-pipeline.txt
+ROUND3 = {"h200-long-context-kv-2.csv", "h200-arch-kinds.csv", "h200-batched-decode-2.csv"}
+# round 4 (bench/h200_round4.sh, 2026-12-02): measured after cal-v3's features were chosen and checked held out
+# against the fit without them (docs/benchmarks.md), then fitted
+ROUND4 = {"h200-long-context-kv-3.csv", "h200-batched-decode-3.csv"}
+# the tables the shipped calibration fits (OUT): every round's since cal-v3
+FITTED = set(KV_TABLES) | {t for t, _ in BATCHED_TABLES}
+ROUND3_OUT = ROOT / "bench" / "results" / "h200-round3-rows.jsonl"  # round 3's rows alone (not loaded by the catalog)
+ROUND4_OUT = ROOT / "bench" / "results" / "h200-round4-rows.jsonl"  # round 4's rows, held out (not loaded by the catalog)
 
 
 def rows(tables: set[str] | None = None) -> list[dict]:
@@ -115,11 +129,12 @@ def render(tables: set[str] | None = None) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if "--round3" in argv:  # the held-out rows (bench/h200_round3_errors.py reads the tables directly)
-        text = render(set(KV_TABLES[1:]) | {t for t, _ in BATCHED_TABLES[1:]})
-        ROUND3_OUT.write_text(text, encoding="utf-8")
-        print(f"wrote {ROUND3_OUT.relative_to(ROOT)} ({text.count(chr(10))} rows)", file=sys.stderr)
-        return 0
+    for flag, tables, out in (("--round3", ROUND3, ROUND3_OUT), ("--round4", ROUND4, ROUND4_OUT)):
+        if flag in argv:  # one round's rows alone (bench/h200_round3_errors.py reads the tables directly)
+            text = render(tables)
+            out.write_text(text, encoding="utf-8")
+            print(f"wrote {out.relative_to(ROOT)} ({text.count(chr(10))} rows)", file=sys.stderr)
+            return 0
     text = render()
     if "--check" in argv:
         if not OUT.exists() or OUT.read_text(encoding="utf-8") != text:

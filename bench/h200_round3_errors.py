@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from h200_csv_rows import KV_TABLES, BATCHED_TABLES, rows as table_rows  # noqa: E402
+from h200_csv_rows import ROUND3, rows as table_rows  # noqa: E402
 from recommender.catalog.build import load_measurements, load_models  # noqa: E402
 from recommender.core.paths import SOURCES_DIR  # noqa: E402
 from recommender.core.records import Measurement  # noqa: E402
@@ -27,8 +27,7 @@ from recommender.hardware.profiles import load_profiles  # noqa: E402
 from recommender.predict.calibrated import _predict_linear  # noqa: E402
 from recommender.predict.fit import _fit_linear, group_rows, lomo_errors, training_rows  # noqa: E402
 
-NEW_TABLES = {f"sources/measurements/{t}" for t in KV_TABLES[1:]} | \
-             {f"sources/measurements/{t}" for t, _ in BATCHED_TABLES[1:]}
+NEW_TABLES = {f"sources/measurements/{t}" for t in ROUND3}
 
 
 def stats(errs: list[float]) -> str:

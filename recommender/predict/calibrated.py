@@ -12,10 +12,17 @@ from pydantic import Field
 
 from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
 from recommender.model.quant import QUANTS
+from recommender.predict import constants as C
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes
+from recommender.predict.counts import attention_layers, block_layers, decode_flops
 from recommender.predict.engines import rules_for
 
-CALIBRATION_VERSION = "cal-v2"  # v2: TPOT features carry the quantized-KV and batched-column regimes
+# v2: TPOT features carry the quantized-KV and batched-column regimes; v3: the MoE layers' routing time (fixed, the
+# analytical constant), the matrix kernels' own weight pass and column time above 8 sequences, K-quants' extra
+# per-column work, 16-bit weights' batched columns, per-sequence logits (copy; argmax where the engine samples),
+# attention per query head; the layers x (batch - 1) and (batch - 1) x 2N/peak terms are gone (they extrapolated
+# B = 32 / 64 linearly from B = 4 / 16)
+CALIBRATION_VERSION = "cal-v3"
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
 NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
@@ -67,26 +74,77 @@ def _scales(hw: HardwareProfile, quant: str) -> tuple[float, float, float]:
     return bw, peak, peak_q
 
 
-def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareProfile) -> dict[str, float]:
-    """The named features of one configuration for one metric (module docstring)."""
+# Features whose coefficient is not fitted but fixed at 1: the analytical path's own time for a regime too few measured
+# models show for a fit to learn it (leave-one-model-out with one MoE model left none to learn it from): the MoE
+# layers' routing and mul_mat_id time (constants.MOE_DECODE_MS_PER_LAYER x MoE layers, analytical.moe_llama_cpp_terms)
+FIXED_FEATURES: frozenset[str] = frozenset({"moe ms"})
+LOGIT_BYTES = 4  # llama.cpp's output logits are f32 (llama_get_logits: float *), one row of vocab_size per sequence
+
+
+def _attention_elements(est: Estimate, spec: ModelSpec) -> float:
+    """Cached tokens x attention layers x query heads x head_dim of one decode step at the run's mean context (a
+    sliding-window layer's window at most), every sequence: what flash attention's decode kernels compute over."""
+    mean_ctx = min(est.prompt_tokens + est.output_tokens / 2, est.context_tokens)
+    full = attention_layers(spec) - spec.num_swa_layers
+    keys = full * mean_ctx + spec.num_swa_layers * min(mean_ctx, spec.sliding_window or mean_ctx)
+    return keys * spec.num_attention_heads * spec.head_dim * est.batch
+
+
+def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareProfile,
+             samples: bool = True) -> dict[str, float]:
+    """The named features of one configuration for one metric (module docstring). ``samples``: the engine picks
+    each sequence's token on the host from its logits (a server, the project's probe); llama.cpp's llama-bench and
+    llama-batched-bench decode without sampling (their rows pass False)."""
     bw, peak, peak_q = _scales(hw, est.quant)
     cls = kernel_class(est.quant)
     b = est.batch
     if metric == "tpot_ms":
         weights = est.decode_bytes_per_step - est.decode_kv_bytes_per_step
-        x = {f"weights/bw:{cls}": weights / bw * 1e3, "layers": float(spec.num_layers), "1 ms": 1.0,
-             "layers*(batch-1)": float(spec.num_layers * (b - 1)),
-             "(batch-1)*2N/peak": (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3}
+        # every feature in ms (a coefficient of 1 is the analytical figure); layers: attention + MLP pairs
+        # (counts.block_layers), each with its kernel launches and host work per step
+        x = {f"weights/bw:{cls}": weights / bw * 1e3, "layers": block_layers(spec), "1 ms": 1.0}
         # the kernel regimes the analytical path knows (llama.cpp on CUDA), kept as features so that calibration
         # does not undo them: a quantized KV cache decodes at its attention kernels' speed (per query head, not per
-        # byte: analytical.quantized_kv_decode_ms) in place of its bytes' read time; a batched step adds its columns'
-        # mul_mat_vec_q / MMQ time (analytical.llama_cpp_batch_columns_ms)
+        # byte: analytical.quantized_kv_decode_ms) in place of its bytes' read time; an f16 cache's read time plus
+        # its flash-attention work per query head (tokens x layers x query heads x head_dim x
+        # C.KV_QUANT_ATTN_MS_PER_ELEMENT, the per-element time measured on quantized caches, as the scale): GQA
+        # models with few KV heads read few bytes but compute every query head
         if est.decode_kv_quant_ms:
             x["kv quant ms"] = est.decode_kv_quant_ms
         else:
             x["kv/bw"] = est.decode_kv_bytes_per_step / bw * 1e3
-        if est.decode_columns_ms:
-            x["columns ms"] = est.decode_columns_ms
+            x["attn elements ms"] = _attention_elements(est, spec) * C.KV_QUANT_ATTN_MS_PER_ELEMENT.value
+        if b > 1 and hw.backend == "cpu":
+            # a CPU's batched step multiplies every column on its cores (compute bound): cal-v2's terms
+            x["layers*(batch-1)"] = float(spec.num_layers * (b - 1))
+            x["(batch-1)*2N/peak"] = (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3
+        elif b > 1:
+            # a batched step: up to C.LLAMA_CPP_MMVQ_MAX_BATCH sequences mul_mat_vec_q's columns (dot products on the
+            # CUDA cores); above, the MMQ matrix kernels: their column time (analytical.llama_cpp_batch_columns_ms)
+            # and their own pass over the weights (tiles dequantized to int8 in shared memory, whatever the number
+            # of columns up to a tile: "matrix weights/bw")
+            if est.decode_columns_ms:
+                name = "columns ms" if b <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value else "mmq columns ms"
+                x[name] = est.decode_columns_ms
+                if cls == "kquant":  # K-quants' per-column work beyond the others' (vec_dot_q4_K..q6_K unpack the
+                    # super-block scales for every column: measured on the H200, B = 2-64 Q4_K_M vs Q8_0 rows)
+                    x[name + ":kquant extra"] = est.decode_columns_ms
+            if b > C.LLAMA_CPP_MMVQ_MAX_BATCH.value:
+                x["matrix weights/bw"] = weights / bw * 1e3
+            if cls == "float" and hw.fp32_flops_per_s and hw.fp16_flops_per_s:
+                # 16-bit weights: ggml's mul_mat_vec (CUDA cores, the MMVQ fraction of the FP32 rate per column
+                # beyond the first) up to 8 columns, else cuBLAS at the FP16 tensor peak (every column)
+                col = decode_flops(spec, 0, 1)
+                x["columns ms:float"] = ((b - 1) * col / (C.LLAMA_CPP_MMVQ_FP32_FRACTION.value * hw.fp32_flops_per_s)
+                                         if b <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value
+                                         else b * col / hw.fp16_flops_per_s) * 1e3
+            # each further sequence's logits row copied to the host (f32, vocab_size) at the pageable copy rate
+            x["logits ms"] = ((b - 1) * spec.vocab_size * LOGIT_BYTES / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3)
+        if samples:  # the host reads every sequence's logits row to pick its token (argmax, samplers)
+            x["argmax ms"] = b * spec.vocab_size * LOGIT_BYTES / C.HOST_MEMORY_BANDWIDTH.value * 1e3
+        moe_ms = rules_for(est.engine).moe_terms(spec)[0]
+        if moe_ms:
+            x["moe ms"] = moe_ms  # FIXED_FEATURES: coefficient 1
         return x
     if metric == "ttft_ms":
         tokens = est.prompt_tokens * b

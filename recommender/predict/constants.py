@@ -30,8 +30,10 @@ MIB = 1024**2
 # v6: the generated terms refitted on the code that reads them (their new --check found both stale): MoE decode
 # 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %;
 # v7 (issue 24, branch plan24): an MoE's host-resident routed experts reach the GPU for each prompt micro-batch at
-# HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S (26.2 GB/s, fitted on the H200 rows), not the dense blocks' 6.5 GB/s
-ESTIMATE_FORMULA_VERSION = "estimate-v7"
+# HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S (26.2 GB/s, fitted on the H200 rows), not the dense blocks' 6.5 GB/s;
+# v8 (issue 25, branch pred25): the MoE decode time counts the layers with an MoE block (counts.moe_layers: a Mamba-2
+# hybrid's E letters), not every layer
+ESTIMATE_FORMULA_VERSION = "estimate-v8"
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,27 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     return n * (conv + state) * RECURRENT_STATE_BYTES * batch
 
 
+def moe_layers(spec: ModelSpec) -> int:
+    """Layers with an MoE block: the E letters of a Mamba-2 hybrid's pattern (Nemotron-H / Nemotron-3), else layer i
+    for i >= first_k_dense_layers with (i + 1) % moe_layer_step == 0 (the spec's moe_layer_step field); 0 for a
+    dense model."""
+    if not spec.is_moe:
+        return 0
+    if spec.layer_pattern and "E" in spec.layer_pattern:
+        return spec.layer_pattern.count("E")
+    step = max(spec.moe_layer_step, 1)
+    return sum(1 for i in range(spec.first_k_dense_layers, spec.num_layers) if (i + 1) % step == 0)
+
+
+def block_layers(spec: ModelSpec) -> float:
+    """Repeating layers counted as attention + MLP pairs (the unit a per-layer kernel-launch cost is for): a Mamba-2
+    hybrid's pattern letters are single blocks (M: a mixer, E / -: an MLP, *: attention; src/models/nemotron-h.cpp
+    builds one of them per layer), so two of them make one such layer; every other layout has both per layer."""
+    if spec.layer_pattern and any(c in spec.layer_pattern for c in "ME-"):
+        return len(spec.layer_pattern) / 2
+    return float(spec.num_layers)
+
+
 # ------------------------------------------------------------------------------------------------------------
 # FLOPs
 # ------------------------------------------------------------------------------------------------------------

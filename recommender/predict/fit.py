@@ -8,9 +8,11 @@ Two kinds of fitted term, one per (engine, hardware, metric):
   (docs/estimates.md), split where the measured rows show they behave differently:
 
   - TPOT (ms):  weight bytes read per step / bandwidth, one column per kernel class (F16/BF16, Q8_0, K-quants,
-    legacy Q4_0-Q5_1, ...): its coefficient is 1 / achieved bandwidth fraction; KV bytes read per step / bandwidth;
-    layers (per-layer kernel-launch and host cost per step); layers x (batch - 1); (batch - 1) x 2 x active params /
-    peak (the extra compute of batched quantized matmuls).
+    legacy Q4_0-Q5_1, ...): its coefficient is 1 / achieved bandwidth fraction; KV bytes read per step / bandwidth
+    and the flash-attention work per query head (or a quantized cache's attention time); layers (per-layer
+    kernel-launch and host cost per step); the batched kernels' column time (mul_mat_vec_q up to 8 sequences, MMQ
+    above, with MMQ's own weight pass; 16-bit weights' columns); per-sequence logits (copy, and the host argmax
+    where the engine samples); an MoE model's routing time at a fixed coefficient of 1 (calibrated.FIXED_FEATURES).
   - TTFT (ms): matmul FLOPs / peak, one column per kernel class (1 / MFU); attention FLOPs / FP16 peak;
     layers x micro-batches; micro-batches x weight bytes / bandwidth.
   - peak VRAM (bytes): weights on the GPU, KV cache for the context, KV cache of the tokens actually held
@@ -40,6 +42,7 @@ from recommender.predict.calibrated import (
     CALIBRATION_VERSION,
     MEASURED_FIELD,
     METRICS,
+    FIXED_FEATURES,
     CalibrationSet,
     FittedMetric,
     Term,
@@ -100,6 +103,16 @@ def usable(m: Measurement, spec: Optional[ModelSpec]) -> bool:
     return not (spec.num_swa_layers and m.raw.get("engine", {}).get("details", {}).get("swa_full"))
 
 
+NON_SAMPLING_TOOLS = ("llama-bench", "llama-batched-bench")  # llama.cpp's bench tools: decode, never sample
+
+
+def samples_free(m: Measurement) -> bool:
+    """A row of a tool that decodes without picking tokens from the logits (llama-bench's tg test feeds its own
+    tokens; llama-batched-bench only calls llama_decode), so no host argmax per sequence (calibrated.features)."""
+    tool = str(m.raw.get("tool", ""))
+    return any(tool.startswith(t + " ") or tool == t for t in NON_SAMPLING_TOOLS)
+
+
 def training_rows(measurements: Iterable[Measurement], specs: dict[str, ModelSpec],
                   profiles: list[HardwareProfile]) -> list[Row]:
 
@@ -114,12 +127,13 @@ def training_rows(measurements: Iterable[Measurement], specs: dict[str, ModelSpe
         except (KeyError, ValueError):
             continue
         key = hardware_key(m.hardware_name, profiles)
+        samples = not samples_free(m)
         for metric in METRICS:
             y = getattr(m, MEASURED_FIELD[metric])
             if not y:
                 continue
             rows.append(Row(engine=m.engine, hardware=key, model=m.model_id, quant=m.quant, batch=m.batch,
-                            metric=metric, x=features(metric, est, spec, hw), y=float(y),
+                            metric=metric, x=features(metric, est, spec, hw, samples=samples), y=float(y),
                             analytic=getattr(est, metric), measurement_id=m.id, nominal=hw.backend == "cpu"))
     return rows
 
@@ -130,15 +144,16 @@ def training_rows(measurements: Iterable[Measurement], specs: dict[str, ModelSpe
 def _fit_linear(rows: list[Row]) -> tuple[list[str], list[float]]:
     from sklearn.linear_model import LinearRegression  # noqa: PLC0415
 
-    names = sorted({k for r in rows for k in r.x})
+    fixed = sorted(FIXED_FEATURES)  # coefficient 1: the analytical time, subtracted before the fit
+    names = sorted({k for r in rows for k in r.x} - FIXED_FEATURES)
     X = [[r.x.get(n, 0.0) for n in names] for r in rows]
-    y = [r.y for r in rows]
-    w = [1.0 / (r.y * r.y) for r in rows]  # relative-error weighting
+    y = [r.y - sum(r.x.get(n, 0.0) for n in fixed) for r in rows]
+    w = [1.0 / (r.y * r.y) for r in rows]  # relative-error weighting (of the measured figure)
     # every term is a non-negative cost, the constant one included (an "intercept" feature), so no configuration
     # is predicted below zero and each coefficient keeps its physical reading
     reg = LinearRegression(positive=True, fit_intercept=False)
     reg.fit(X, y, sample_weight=w)
-    return names, [float(c) for c in reg.coef_]
+    return names + fixed, [float(c) for c in reg.coef_] + [1.0] * len(fixed)
 
 
 def _fit_scale(rows: list[Row]) -> Optional[float]:

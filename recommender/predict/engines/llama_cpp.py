@@ -10,7 +10,7 @@ from typing import Optional
 from recommender.core.records import HardwareProfile, ModelSpec
 from recommender.predict import constants as C
 from recommender.predict.constants import MIB, Const
-from recommender.predict.counts import decode_flops, per_record, round_up
+from recommender.predict.counts import decode_flops, moe_layers, per_record, round_up
 from recommender.predict.engines.base import EngineRules
 
 # llama.cpp: physical micro-batch used for prompt processing (n_ubatch default 512, common/common.h) and the
@@ -238,10 +238,10 @@ def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str
     for a dense model or another engine."""
     if engine != "llama.cpp" or not spec.is_moe:
         return 0.0, 1.0, ""
-    layers = spec.num_layers  # every layer of the models in the catalog is an MoE layer (no dense-first layers kept)
+    layers = moe_layers(spec)  # the layers with an MoE block (a Mamba-2 hybrid's E letters, dense-first layers not)
     extra = C.MOE_DECODE_MS_PER_LAYER.value * layers
     f = C.MOE_PREFILL_MATMUL_FACTOR.value
-    return extra, f, (f"MoE: decode + {C.MOE_DECODE_MS_PER_LAYER.value} ms x {layers} layers = +{extra:.2f} ms; "
+    return extra, f, (f"MoE: decode + {C.MOE_DECODE_MS_PER_LAYER.value} ms x {layers} MoE layers = +{extra:.2f} ms; "
                       f"prefill matmul time x {f} [{C.MOE_DECODE_MS_PER_LAYER.source}]")
 
 
