@@ -22,7 +22,7 @@ from typing import Iterator, Optional
 
 from recommender.core.errors import UserError
 from recommender.core.fuzzy import resolve
-from recommender.core.paths import private_cache_dir
+from recommender.core.paths import private_cache_dir, user_catalog_path
 from recommender.core.records import (ScoreRow, AccuracyRow, check_measurement, Measurement, ModelSpec,
                                       PerplexityRow, Variant)
 from recommender.catalog.migrations import LATEST_VERSION, migrate
@@ -194,6 +194,11 @@ def sibling_key(model: str) -> str:
 
 class Catalog:
     """Read access to the layered catalog. Cheap to construct; opens DuckDB on first use."""
+
+    @classmethod
+    def open(cls, base_path: Path) -> "Catalog":
+        """The catalog at ``base_path`` with this user's overlay (core.paths.user_catalog_path) over it."""
+        return cls(base_path, user_catalog_path())
 
     def __init__(self, base_path: Path, user_path: Optional[Path] = None) -> None:
         self.base_path = Path(base_path)

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from recommender.core.errors import UserError
 from recommender.core.records import JSON_SCHEMA_VERSION
 from recommender.core.redact import printable, redact
-from recommender.core.paths import base_catalog_path, cache_root, user_catalog_path
+from recommender.core.paths import base_catalog_path, cache_root
 from recommender.core.units import fmt_bytes, fmt_ms
 from recommender.catalog.store import Catalog
 
@@ -161,7 +161,7 @@ state = State()
 
 def open_catalog(catalog: Optional[str] = None):
 
-    return Catalog(base_catalog_path(catalog or state.catalog), user_catalog_path())
+    return Catalog.open(base_catalog_path(catalog or state.catalog))
 
 
 def fail(err: UserError) -> None:

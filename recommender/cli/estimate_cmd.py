@@ -81,7 +81,7 @@ def estimate_command(
     if prompt_tokens >= ctx:
         raise UserError(f"--prompt-tokens {prompt_tokens} does not fit in a {ctx}-token context",
                         hint="raise --context or shorten the prompt")
-    hw, machine, notes = planning_machine(gpu, gpus, vram, link, bandwidth)
+    hw, machine, _host_ram, notes = planning_machine(gpu, gpus, vram, link, bandwidth)
     plan = _plan(eng, spec, machine, split_mode, tensor_split, gpu_layers)
     for n in notes:
         info(n)

@@ -12,12 +12,10 @@ import typer
 
 from recommender.core.engines import resolve_engine
 from recommender.core.errors import UserError
-from recommender.core.units import parse_latency_ms, parse_memory, parse_tokens
+from recommender.core.units import parse_latency_ms, parse_tokens
 from recommender.model.quant import resolve_quant
 from recommender.core.workloads import get_workload
 from recommender.hardware.multi import planning_machine
-from recommender.hardware.profiles import offload_ram_budget
-from recommender.rank.candidates import OFFLOAD_BACKENDS
 from recommender.rank.query import Query
 from recommender.score.weighted import parse_weights
 
@@ -148,7 +146,7 @@ def build_query(opts: QueryOptions, normalization: str, include_base: bool = Fal
     typed and are matched against the catalog when candidates are built."""
     o = opts
     w = parse_weights(o.weights, normalization)
-    hw, machine, notes = planning_machine(o.gpu, o.gpus, o.vram, o.link, o.bandwidth)
+    hw, machine, host_ram, notes = planning_machine(o.gpu, o.gpus, o.vram, o.link, o.bandwidth, o.ram)
     wl = get_workload(o.workload)
     quants = [resolve_quant(x) for x in (o.quant or [])]
     engines = [resolve_engine(e) for e in (o.engine or [])]
@@ -168,12 +166,6 @@ def build_query(opts: QueryOptions, normalization: str, include_base: bool = Fal
             upd[name] = val
     if upd:
         wl = wl.model_copy(update=upd)
-    host_ram = None
-    if machine is None and hw.backend in OFFLOAD_BACKENDS:
-        host_ram, ram_note = offload_ram_budget(o.ram)
-        notes.append(ram_note)
-    elif o.ram is not None:
-        parse_memory(o.ram, "--ram")  # checked, unused: no partial offload on this hardware
     q = Query(vram_bytes=machine.memory_bytes if machine else hw.memory_bytes, machine=machine, max_latency_ms=max_ms, latency_metric=o.latency_metric.value, workload=wl,
               hardware=hw, weights=w, normalization=normalization, missing=o.missing.value, models=list(o.model or []),
               engines=engines, quants=quants, top=o.top, per_model=o.per_model, include_base=include_base,

@@ -10,12 +10,10 @@ import typer
 
 from recommender.core.errors import UserError
 from recommender.core.engines import ENGINE_SPECS, engine_spec
-from recommender.core.freshness import newer_siblings
-from recommender.core.paths import LAST_ANSWER_FILE, private_cache_dir, user_catalog_path
+from recommender.core.paths import LAST_ANSWER_FILE, base_catalog_path, private_cache_dir, user_catalog_path
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens
-from recommender.catalog.store import UserCatalog
+from recommender.catalog.store import Catalog, UserCatalog
 from recommender.rank.recommend import recommend
-from recommender.rank.launch import launch_recipe
 from recommender.cli.common import (
     budget_title,
     engine_label,
@@ -28,8 +26,8 @@ from recommender.cli.common import (
     info,
     LEGEND,
     mark,
-    open_catalog,
     run_app,
+    state,
     stdout_console,
 )
 from recommender.cli.query_opts import (build_query, INCLUDE_BASE_HELP, no_fit_hint, NORM_HELP, NormOpt,
@@ -64,11 +62,12 @@ def recommend_command(
 
     check_one_format(as_json, as_csv)
     report_path = check_report_path(report) if report else None
-    catalog = open_catalog(opts.catalog_path)
     q, notes = build_query(opts, normalization.value, include_base)
+    base = base_catalog_path(opts.catalog_path or state.catalog)  # --catalog, $RECOMMENDER_CATALOG or the shipped one
+    catalog = Catalog.open(base)
     for n in notes:
         info(n)
-    found = None
+    local_files = {}
     if installed:
         scan = deferred("recommender.probes.local_scan")
         found = scan.installed_variants(scan.scan_models(catalog, tuple(local_dir or ())))
@@ -81,13 +80,9 @@ def recommend_command(
         q = q.model_copy(update={"models": sorted({m for m, *_rest in found}),
                                  "variants": sorted({(m, qq) for m, qq, *_rest in found}),
                                  "engines": [e for e in engines if not q.engines or e in q.engines]})
-    rec = recommend(catalog, q)
-    if found:  # their launch recipes run the file found here
-        paths = {(m, qq, engine_spec(e).file_format): p for m, qq, p, e in found}
-        for c in rec.candidates:
-            p = paths.get((c.model, c.quant, engine_spec(c.engine).file_format))
-            if p:
-                c.launch = launch_recipe(c, q.hardware, q.machine, local_weights=p)
+        local_files = {(m, qq, engine_spec(e).file_format): p for m, qq, p, e in found}  # their recipes run these
+    rec = recommend(catalog, q, local_files)
+    # the answer is computed: from here on it is only stored and printed
     if rec.candidates:  # kept for `recommender run RANK` (recommender.probes.launcher)
         store_last_answer(rec)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
@@ -106,13 +101,16 @@ def recommend_command(
         else:
             emit_json({**rec.model_dump(mode="json"), "verification": [v.to_json() for v in checked]})
     else:
-        print_recommendation(rec, explain, {m: s.release_date for m, s in catalog.models().items()})
+        print_recommendation(rec, explain)
         if checked is not None:
             print_verification(checked)
     for n in rec.notes:
         info(f"note: {n}")
-    if rec.candidates:
-        info_newer_sibling(catalog, rec.candidates[0].model)
+    sib = rec.newer_sibling
+    if sib is not None:  # recommender.core.freshness
+        info(f"note: {sib.model} (released {sib.released}) has a newer sibling in the catalog: "
+             f"{sib.sibling} (released {sib.sibling_released}), not the top pick under these limits and evidence "
+             f"(`recommender catalog outdated` lists every such pair)")
     if hint:
         info(hint)
         raise typer.Exit(1)
@@ -132,19 +130,11 @@ def store_last_answer(rec) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def info_newer_sibling(catalog, model_id: str) -> None:
-    """One stderr line when the top pick has a newer sibling in the catalog (recommender.core.freshness)."""
-    models = catalog.models()
-    sib = newer_siblings(models.values()).get(model_id)
-    if sib is not None:
-        info(f"note: {model_id} (released {models[model_id].release_date}) has a newer sibling in the catalog: "
-             f"{sib.id} (released {sib.release_date}), not the top pick under these limits and evidence "
-             f"(`recommender catalog outdated` lists every such pair)")
-
-
-def print_recommendation(rec, explain: bool, released: Optional[dict] = None) -> None:
-
+def print_recommendation(rec, explain: bool) -> None:
+    """The table of the ranked rows (stdout), then on stderr the counts and, with --explain, the accuracy evidence,
+    the launch recipes and the strongest excluded candidates (shown without --explain too when nothing fits)."""
     q = rec.query
+    evidence = evidence_lines(rec) if explain and rec.evidence else []
     title = (f"{budget_title(q)} · workload {q.workload.name} "
              f"(prompt {q.workload.prompt_tokens}, output {q.workload.output_tokens})")
     value = q.normalization == "value"
@@ -182,7 +172,7 @@ def print_recommendation(rec, explain: bool, released: Optional[dict] = None) ->
             acc = mark("?" if c.zh_accuracy is None else f"{c.zh_accuracy:.1f}", p["zh_accuracy"])
             qcost = mark("?" if c.ppl_ratio is None else f"{c.ppl_ratio:.3f}", p["ppl_ratio"])
         table.add_row(
-            str(c.rank), c.model, (released or {}).get(c.model) or "?", c.quant, engine, str(c.batch),
+            str(c.rank), c.model, rec.released.get(c.model) or "?", c.quant, engine, str(c.batch),
             fmt_tokens(c.context_tokens),
             mark(fmt_bytes(c.total_vram_bytes), p["total_vram_bytes"]),
             ttft, *speed, acc, qcost, f"{c.score:.3f}")
@@ -196,8 +186,8 @@ def print_recommendation(rec, explain: bool, released: Optional[dict] = None) ->
     else:
         info(f"{n['candidates']} candidates{off} ({n['models']} models); the {n['predicted']} that could be shown "
              f"were predicted, {n['feasible']} of them fit the limits; {shown}")
-    if explain and rec.evidence:
-        print_evidence(rec)
+    for line in evidence:
+        info(line)
     if explain:
         info("how to run each (every flag the plan assumes):")
         for c in rec.candidates:
@@ -208,21 +198,22 @@ def print_recommendation(rec, explain: bool, released: Optional[dict] = None) ->
                  + "; ".join(c.excluded))
 
 
-def print_evidence(rec) -> None:
-    """--explain: the accuracy evidence of the top rows, one line per row and group."""
+def evidence_lines(rec) -> list[str]:
+    """--explain: the accuracy evidence of the top rows (rec.evidence), one line per row and group."""
     q = rec.query
-    info(f"accuracy evidence of the top {len(rec.evidence)} (ranked on --risk {q.risk}; measured / published / "
-         f"bridged / estimated):")
+    out = [f"accuracy evidence of the top {len(rec.evidence)} (ranked on --risk {q.risk}; measured / published / "
+           f"bridged / estimated):"]
     for e in rec.evidence:
         iv = f" [{e['interval'][0]:.1f}, {e['interval'][1]:.1f}]" if e["interval"] else ""
         a = "?" if e["task_accuracy"] is None else f"{e['task_accuracy']:.1f}"
         r = "?" if e["ranked_accuracy"] is None else f"{e['ranked_accuracy']:.1f}"
-        info(f"  #{e['rank']} {e['model']} {e['quant']}: A {a}{iv}, ranked on {r}, {e['evidence']}; mode "
-             f"{e['mode']}" + (f" ({e['thinking_tokens']} reasoning tokens)" if e["thinking_tokens"] else ""))
+        out.append(f"  #{e['rank']} {e['model']} {e['quant']}: A {a}{iv}, ranked on {r}, {e['evidence']}; mode "
+                   f"{e['mode']}" + (f" ({e['thinking_tokens']} reasoning tokens)" if e["thinking_tokens"] else ""))
         for g in e["groups"]:
             v = "?" if g["value"] is None else f"{g['value']:.1f}"
             giv = f" [{g['interval'][0]:.1f}, {g['interval'][1]:.1f}]" if g["interval"] else ""
-            info(f"      {g['group']} {v}{giv} {g['class']} · {g['date']} · {g['source'][:240]}")
+            out.append(f"      {g['group']} {v}{giv} {g['class']} · {g['date']} · {g['source'][:240]}")
+    return out
 
 
 CSV_KEYS = ["rank", "model", "quant", "engine", "hardware", "batch", "context_tokens", "prompt_tokens", "output_tokens",

@@ -316,6 +316,15 @@ class HardwareProfile(Strict):
         data["notes"] = f"{self.notes}; {note}" if self.notes else note
         return HardwareProfile.model_validate(data)
 
+    def with_bandwidth(self, bandwidth_bytes_per_s: float, typed: str) -> "HardwareProfile":
+        """The same profile with the user's memory bandwidth (--bandwidth as ``typed``), recorded as its source."""
+        data = self.model_dump()
+        data["memory_bandwidth_bytes_per_s"] = float(bandwidth_bytes_per_s)
+        data["sources"] = {**self.sources, "memory_bandwidth_bytes_per_s": f"user override (--bandwidth {typed})"}
+        note = f"memory bandwidth stated by the user ({bandwidth_bytes_per_s / 1e9:.0f} GB/s)"
+        data["notes"] = f"{self.notes}; {note}" if self.notes else note
+        return HardwareProfile.model_validate(data)
+
 
 class Workload(Strict):
     name: str

@@ -22,8 +22,8 @@ from recommender.core.paths import PROFILES_DIR
 from recommender.core.records import HardwareProfile, Strict
 from recommender.core.units import parse_bandwidth, parse_memory
 from recommender.hardware.host import GpuInfo, probe_gpus
-from recommender.hardware.profiles import (find_profile, load_profiles, match_profile, override_bandwidth,
-                                           planning_hardware, profile_from_gpu)
+from recommender.hardware.profiles import (OFFLOAD_BACKENDS, find_profile, load_profiles, match_profile,
+                                           offload_ram_budget, planning_hardware, profile_from_gpu)
 
 # GB/s (10^9 B/s) per lane and direction: transfer rate (GT/s) x 128/130 line coding / 8 bits
 PCIE_GT_PER_S = {3: 8.0, 4: 16.0, 5: 32.0}
@@ -232,11 +232,13 @@ def _counted(gpu: str) -> bool:
 
 
 def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, link: Optional[str] = None,
-                     bandwidth: Optional[str] = None):
-    """What to plan for: (profile, machine, notes). ``machine`` is a MultiGpu for several GPUs (``--gpu "2x RTX
-    3090"``, ``--gpu "RTX 4090,RTX 3090"``, ``--gpu NAME --gpus N``, or this machine's GPUs when NVML finds two or
-    more), else None and ``profile`` is the one GPU (``profiles.planning_hardware``). With a machine, ``profile`` is
-    its first device and ``--vram`` overrides every card's memory, ``--bandwidth`` every card's memory bandwidth."""
+                     bandwidth: Optional[str] = None, ram: Optional[str] = None):
+    """What to plan for: (profile, machine, host RAM bytes for partial offload, notes). ``machine`` is a MultiGpu for
+    several GPUs (``--gpu "2x RTX 3090"``, ``--gpu "RTX 4090,RTX 3090"``, ``--gpu NAME --gpus N``, or this machine's
+    GPUs when NVML finds two or more), else None and ``profile`` is the one GPU (``profiles.planning_hardware``). With
+    a machine, ``profile`` is its first device and ``--vram`` overrides every card's memory, ``--bandwidth`` every
+    card's memory bandwidth. Host RAM (``--ram`` as typed, else this machine's: profiles.offload_ram_budget) is
+    planned for one GPU of an OFFLOAD_BACKENDS backend, else None (a --ram given is still checked)."""
     notes: list[str] = []
     machine: Optional[MultiGpu] = None
     found = None  # this machine's GPUs, once probed (planning_hardware needs them again for one GPU or none)
@@ -262,6 +264,12 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
                             hint='name several cards: --gpu "2x RTX 3090" (or --gpu NAME --gpus 2)')
         prof, more = planning_hardware(gpu, vram=vram, found=found, bandwidth=bandwidth)  # --vram applied there
         notes += more
+    host_ram = None
+    if machine is None and prof.backend in OFFLOAD_BACKENDS:
+        host_ram, ram_note = offload_ram_budget(ram)
+        notes.append(ram_note)
+    elif ram is not None:
+        parse_memory(ram, "--ram")  # checked, unused: no partial offload on this hardware
     if vram is not None:  # --vram last, on the card or on every card of the machine
         mem = parse_memory(vram) if isinstance(vram, str) else vram
         if machine is not None:
@@ -269,9 +277,9 @@ def planning_machine(gpu: Optional[str], gpus: Optional[int] = None, vram=None, 
             notes.append(f"--vram {vram} applies to each of the {machine.count} GPUs")
     if machine is not None and bandwidth is not None:
         bw = parse_bandwidth(bandwidth)
-        machine = machine.model_copy(update={"devices": [override_bandwidth(d, bw, str(bandwidth))
+        machine = machine.model_copy(update={"devices": [d.with_bandwidth(bw, str(bandwidth))
                                                          for d in machine.devices]})
     if machine is None:
-        return prof, None, notes
+        return prof, None, host_ram, notes
     notes.append(f"{machine.name}: {machine.memory_bytes / 1024**3:.0f} GiB in all, linked by {machine.link.label}")
-    return machine.devices[0], machine, notes
+    return machine.devices[0], machine, host_ram, notes

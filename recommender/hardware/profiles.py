@@ -558,6 +558,11 @@ HOST_RAM_RESERVE_SHARE = 0.10
 HOST_RAM_RESERVE_MIN_BYTES = 4 * GIB
 
 
+# llama.cpp partial offload (n_gpu_layers below all) is planned on these backends: discrete GPUs with host RAM behind
+# PCIe (llama.cpp -ngl); Apple and integrated GPUs share one memory
+OFFLOAD_BACKENDS = ("cuda", "rocm")
+
+
 def offload_ram_budget(stated: Optional[str] = None) -> tuple[int, str]:
     """(bytes, basis) of host RAM a partial-offload plan may use: --ram as typed, else this machine's RAM (its cgroup
     limit when lower), less the reserve."""
@@ -594,16 +599,6 @@ def cpu_profile(host: HostInfo, measure: bool = True) -> HardwareProfile:
         name=host.cpu.model or "this CPU", vendor="host", memory_bytes=ram, memory_bandwidth_bytes_per_s=bw,
         fp32_flops_per_s=fp32, backend="cpu", sources=sources,
         notes=f"this machine's CPU ({host.cpu.logical_cores} logical cores)")
-
-
-def override_bandwidth(profile: HardwareProfile, bandwidth_bytes_per_s: float, typed: str) -> HardwareProfile:
-    """The same profile with the user's memory bandwidth (--bandwidth), recorded as its source."""
-    data = profile.model_dump()
-    data["memory_bandwidth_bytes_per_s"] = float(bandwidth_bytes_per_s)
-    data["sources"] = {**profile.sources, "memory_bandwidth_bytes_per_s": f"user override (--bandwidth {typed})"}
-    note = f"memory bandwidth stated by the user ({bandwidth_bytes_per_s / 1e9:.0f} GB/s)"
-    data["notes"] = f"{profile.notes}; {note}" if profile.notes else note
-    return HardwareProfile.model_validate(data)
 
 
 def override_memory(profile: HardwareProfile, memory_bytes: int) -> HardwareProfile:
@@ -672,7 +667,7 @@ def planning_hardware(gpu: Optional[str], vram: Optional[str | int] = None, foun
     if vram is not None:
         prof = prof.with_memory(parse_memory(vram) if isinstance(vram, str) else vram)
     if bandwidth is not None:
-        prof = override_bandwidth(prof, parse_bandwidth(bandwidth), str(bandwidth))
+        prof = prof.with_bandwidth(parse_bandwidth(bandwidth), str(bandwidth))
     return prof, notes
 
 

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from recommender.core.engines import engine_spec, engines_on
 from recommender.core.records import CHAT_CHECKPOINTS, CatalogReader, Figure, HardwareProfile, ModelSpec
-from recommender.hardware.profiles import load_profiles
+from recommender.hardware.profiles import OFFLOAD_BACKENDS, load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.analytical import memory
@@ -18,8 +18,7 @@ from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
 from recommender.rank.launch import Launch
 from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost, ranked_accuracy
-from recommender.rank.query import LATENCY_FIELD, Query
-from recommender.score.order import serve_slos
+from recommender.rank.query import LATENCY_FIELD, Query, serve_slos
 from recommender.score.weighted import HEADROOM_MIN_BYTES, HEADROOM_SHARE
 
 # A reasoning checkpoint writes hidden reasoning before its visible answer (issue 23): the time to the visible answer
@@ -129,7 +128,7 @@ class CandidateBuilder:
         self.tasks = TaskAccuracy(catalog, self.quality, self.models, q.workload.name)
         self.quant_table = catalog.quant_quality()
         self.groups = tuple(q.workload.accuracy_tasks)
-        self.slo = Slo(**dict(zip(("ttft_ms", "tpot_ms"), serve_slos(q.workload, q)))) \
+        self.slo = Slo(**dict(zip(("ttft_ms", "tpot_ms"), serve_slos(q)))) \
             if q.workload.rank_by == "goodput" else None
         self.variants = catalog.variants()
         self.predictor = predictor or Predictor.for_catalog(catalog, q.hardware, load_profiles(), self.models,
@@ -340,7 +339,6 @@ class CandidateKey(NamedTuple):
 # Partial offload is offered for a variant whose weights are more than this share of the GPU budget (below it the
 # whole model fits with its KV cache, and the GPU-only configuration is the one to run) and fit in GPU + host RAM.
 OFFLOAD_MIN_WEIGHTS_SHARE = 0.85
-OFFLOAD_BACKENDS = ("cuda", "rocm")  # discrete GPUs with host RAM behind PCIe (llama.cpp -ngl); Apple/iGPUs share it
 
 
 def offload_wanted(q: Query, builder: "CandidateBuilder", mid: str, quant: str, engine: str) -> bool:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from recommender.core.records import HardwareProfile, Strict, Workload
 from recommender.hardware.multi import MultiGpu
+from recommender.score.weighted import READING_TPOT_MS
 
 LatencyMetric = Literal["ttft", "tpot", "e2e"]
 LATENCY_FIELD = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}
@@ -36,6 +37,19 @@ class Query(Strict):
     # the task accuracy the score ranks on (recommender.rank.quality.ranked_accuracy): neutral = the point value,
     # moderate = its 16th percentile, averse = its 5th percentile
     risk: Literal["neutral", "moderate", "averse"] = "moderate"
+
+
+def serve_slos(q: Query) -> tuple[float, float]:
+    """(TTFT SLO ms, TPOT SLO ms) of a goodput query: the workload's comfortable TTFT and reading speed (the SLOs
+    recommender.score.order.goodput_target sets its target at), or the user's --max-latency on the metric it
+    limits."""
+    ttft, tpot = q.workload.ttft_comfort_ms, READING_TPOT_MS
+    if q.max_latency_ms is not None:
+        if q.latency_metric == "ttft":
+            ttft = q.max_latency_ms
+        elif q.latency_metric == "tpot":
+            tpot = q.max_latency_ms
+    return ttft, tpot
 
 
 def resolve_models(catalog, names: list[str]) -> list[str]:

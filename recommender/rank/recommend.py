@@ -5,9 +5,12 @@ from __future__ import annotations
 import gc
 import heapq
 import math
+from typing import Optional
 
 from pydantic import Field
 
+from recommender.core.engines import engine_spec
+from recommender.core.freshness import dated_of, newer_sibling
 from recommender.core.records import CatalogReader, Strict
 from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateKey, build_key, candidate_keys,
                                          skips_base)
@@ -25,6 +28,16 @@ BOUND_MARGIN = 1e-6
 EVIDENCE_ROWS = 5  # top rows whose accuracy evidence is listed (--explain, the HTML report)
 
 
+class NewerSibling(Strict):
+    """The top pick's newer sibling in the catalog (recommender.core.freshness.newer_sibling), with both release
+    dates."""
+
+    model: str
+    released: Optional[str]
+    sibling: str
+    sibling_released: Optional[str]
+
+
 class Recommendation(Strict):
     query: Query
     candidates: list[Candidate]
@@ -35,10 +48,17 @@ class Recommendation(Strict):
     # an offload plan only the latency limit holds back, more accurate than the top pick (score.order.
     # over_limit_alternative), shown beside the answer with what it costs
     alternatives: list[Candidate] = Field(default_factory=list)
+    # for the text answer, not in its JSON: the shown models' release dates and the top pick's newer sibling
+    released: dict[str, Optional[str]] = Field(default_factory=dict, exclude=True)
+    newer_sibling: Optional[NewerSibling] = Field(default=None, exclude=True)
 
 
-def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
-    """The answer to one query: candidates predicted, limits applied, the feasible ones scored and ranked.
+def recommend(catalog: CatalogReader, q: Query, local_weights: Optional[dict[tuple[str, str, str], str]] = None
+              ) -> Recommendation:
+    """The whole answer to one query: candidates predicted, limits applied, the feasible ones scored and ranked, and
+    what the shown rows need to be read - notes, accuracy evidence, launch recipes (each shown row's, with the file
+    ``local_weights`` names for its (model, quant, file format) when there is one), release dates, the top pick's
+    newer sibling.
 
     Python's cyclic garbage collector is paused meanwhile: the ~10,000 candidate records are freed by reference
     counting as usual, and its full passes over them (they all stay alive until ranked) took about a quarter of the
@@ -46,13 +66,14 @@ def recommend(catalog: CatalogReader, q: Query) -> Recommendation:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _recommend(catalog, q)
+        return _recommend(catalog, q, local_weights or {})
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
+def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, str, str], str]) -> Recommendation:
+    """Top-down: the candidates (rank), ranked (score), the shown rows dressed (rank), then the notes."""
     builder = CandidateBuilder(catalog, q)
     keys = candidate_keys(q, builder)
     if q.normalization == "value":  # every score is the candidate's own: the best first, until none can be shown
@@ -64,11 +85,38 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
         ranked, strongest, feasible = rank(cands, q)
     if not ranked:  # nothing fits: the notes read every exclusion's reasons (an unknown latency among them)
         cands = [c.full() if getattr(c, "deferred", False) else c for c in cands]
+    answer = answer_notes(cands, feasible, ranked, q.weights, q.normalization, q.workload.rank_by == "goodput")
+    alt = over_limit_alternative(cands, ranked, q)
+    alt_note = over_limit_note(alt, ranked[0], q) if alt is not None else None
+    value = q.normalization == "value"
+    evidence = evidence_rows(builder.tasks, ranked[:EVIDENCE_ROWS], tuple(q.workload.accuracy_tasks)) if value else []
+    for c in ranked:  # the rows shown: how to run each (recommender.rank.launch), from a file found here if any
+        c.launch = launch_recipe(c, q.hardware, q.machine,
+                                 local_weights=local_weights.get((c.model, c.quant, engine_spec(c.engine).file_format)))
+    for c in (*strongest, *([alt] if alt is not None else [])):
+        c.launch = launch_recipe(c, q.hardware, q.machine)
+    notes = _notes(builder, q, answer, ranked, evidence) + ([alt_note] if alt_note is not None else [])
+    return Recommendation(query=q, candidates=ranked, excluded=strongest,
+                          # candidates: the grid (tune's, with --no-offload); offload: the partial-offload
+                          # configurations added to it (candidate_keys), among the predicted ones when shown
+                          counts={"candidates": sum(k.gpu_layers is None for k in keys),
+                                  "offload": sum(k.gpu_layers is not None for k in keys),
+                                  "predicted": len(cands), "feasible": len(feasible),
+                                  "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
+                          notes=notes, alternatives=[alt] if alt is not None else [], evidence=evidence,
+                          released={c.model: builder.models[c.model].release_date for c in ranked},
+                          newer_sibling=top_sibling(builder.models, ranked[0].model) if ranked else None)
+
+
+def _notes(builder: CandidateBuilder, q: Query, answer: list[str], ranked: list, evidence: list[dict]) -> list[str]:
+    """What the user should know about the answer: stale calibrations, ``answer`` (score.order.answer_notes: weights
+    with nothing to weigh, why nothing fits), base checkpoints left out, the top pick's accuracy evidence
+    (``evidence``: the top rows' evidence_rows)."""
     notes = []
     if builder.predictor.stale:
         notes.append(f"{builder.predictor.stale} stored calibration(s) come from another version and were ignored: "
                      f"rerun `recommender calibrate` on that machine")
-    notes += answer_notes(cands, feasible, ranked, q.weights, q.normalization, q.workload.rank_by == "goodput")
+    notes += answer
     base = [m for m, spec in builder.models.items() if not builder.wanted and skips_base(q, spec, builder.wanted)]
     if base:
         notes.append(f"{len(base)} base (not chat-tuned) or classifier checkpoint(s) not ranked for the {q.workload.name} workload: "
@@ -77,8 +125,7 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
         top = ranked[0].figures["task_accuracy"]
         notes.append(f"task accuracy = {' + '.join(q.workload.accuracy_tasks)} (en: Open LLM Leaderboard v2 scale, "
                      f"zh: C-Eval %), in points; docs/scoring.md")
-        groups = tuple(q.workload.accuracy_tasks)
-        ev = [builder.tasks.evidence(c.model, c.quant, groups) for c in ranked[:2]]
+        ev = [e["evidence"] for e in evidence[:2]]
         ranked_fig = ranked[0].figures.get("task_accuracy_ranked")
         notes.append(f"the top pick's task accuracy is {ev[0]} ({top.value:.1f}"
                      + (f", 95 % interval {top.interval[0]:.1f}-{top.interval[1]:.1f}" if top.interval else "")
@@ -89,21 +136,14 @@ def _recommend(catalog: CatalogReader, q: Query) -> Recommendation:
                          f"{ev[1]})")
         if ev[0] == "estimated":
             notes.append("measure the top pick's accuracy with `recommender probe accuracy`")
-    alt = over_limit_alternative(cands, ranked, q)
-    if alt is not None:
-        notes.append(over_limit_note(alt, ranked[0], q))
-    for c in (*ranked, *strongest, *([alt] if alt is not None else [])):  # the rows shown: how to run each
-        c.launch = launch_recipe(c, q.hardware, q.machine)  # (recommender.rank.launch)
-    return Recommendation(query=q, candidates=ranked, excluded=strongest,
-                          # candidates: the grid (tune's, with --no-offload); offload: the partial-offload
-                          # configurations added to it (candidate_keys), among the predicted ones when shown
-                          counts={"candidates": sum(k.gpu_layers is None for k in keys),
-                                  "offload": sum(k.gpu_layers is not None for k in keys),
-                                  "predicted": len(cands), "feasible": len(feasible),
-                                  "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
-                          notes=notes, alternatives=[alt] if alt is not None else [],
-                          evidence=evidence_rows(builder.tasks, ranked[:EVIDENCE_ROWS], tuple(q.workload.accuracy_tasks))
-                          if q.normalization == "value" else [])
+    return notes
+
+
+def top_sibling(models: dict, model_id: str) -> Optional[NewerSibling]:
+    """The newer sibling of ``model_id`` among the catalog's ``models`` (recommender.core.freshness), or None."""
+    sib = newer_sibling(dated_of(models[model_id]), [dated_of(s) for s in models.values()])
+    return None if sib is None else NewerSibling(model=model_id, released=models[model_id].release_date,
+                                                 sibling=sib.id, sibling_released=sib.release_date)
 
 
 def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) -> tuple[list, tuple[list, list, list]]:
@@ -120,7 +160,6 @@ def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) ->
     enumeration's (tests/predict/test_prepass.py); only the counts of feasible and excluded configurations cover the
     predicted ones alone. Each configuration keeps its place in the enumeration, so ties are broken as in the full
     list."""
-    scale = value_scale(q)
     by_variant: dict[tuple[str, str], list[int]] = {}
     for i, k in enumerate(keys):
         by_variant.setdefault((k.model, k.quant), []).append(i)
@@ -128,12 +167,15 @@ def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) ->
     for v in by_variant:
         by_model.setdefault(v[0], []).append(v)
     queue: list[tuple] = []  # (bound, first enumeration index, 0 model | 1 variant, model id | variant)
+    # quality first (the builder's figures), then the scores that bound it (score.order)
+    floors = {m: builder.quality_floor(m) for m in by_model}
 
     def put_variants(vs: list[tuple[str, str]]) -> None:
-        for b, v in zip(quality_bounds([builder.quality_figures(*v) for v in vs], q, scale), vs):
+        figures = [builder.quality_figures(*v) for v in vs]
+        for b, v in zip(quality_bounds(figures, q, scale), vs):
             heapq.heappush(queue, (b, by_variant[v][0], 1, v))
 
-    floors = {m: builder.quality_floor(m) for m in by_model}
+    scale = value_scale(q)
     with_floor = [m for m, f in floors.items() if f is not None]
     for b, m in zip(quality_bounds([floors[m] for m in with_floor], q, scale), with_floor):
         queue.append((b, by_variant[by_model[m][0]][0], 0, m))

@@ -69,21 +69,10 @@ def comfort_tpot_ms(wl) -> float:
     return 1000.0 / wl.decode_comfort_tok_s if wl.decode_comfort_tok_s else COMFORT_TPOT_MS
 
 
-def serve_slos(wl, q=None) -> tuple[float, float]:
-    """(TTFT SLO ms, TPOT SLO ms) of a goodput workload: the workload's comfortable TTFT and reading speed, or the
-    user's --max-latency on the metric it limits."""
-    ttft, tpot = wl.ttft_comfort_ms, READING_TPOT_MS
-    if q is not None and q.max_latency_ms is not None:
-        if q.latency_metric == "ttft":
-            ttft = q.max_latency_ms
-        elif q.latency_metric == "tpot":
-            tpot = q.max_latency_ms
-    return ttft, tpot
-
-
 def goodput_target(wl) -> float:
-    """Requests/s of target_concurrency users each served at the SLOs: concurrency / (TTFT_SLO + (n_out-1) TPOT_SLO)."""
-    ttft, tpot = serve_slos(wl)
+    """Requests/s of target_concurrency users each served at the workload's SLOs (its comfortable TTFT, reading speed;
+    recommender.rank.query.serve_slos): concurrency / (TTFT_SLO + (n_out-1) TPOT_SLO)."""
+    ttft, tpot = wl.ttft_comfort_ms, READING_TPOT_MS
     return wl.target_concurrency / ((ttft + max(wl.output_tokens - 1, 0) * tpot) / 1000.0)
 
 
