@@ -5,7 +5,7 @@ LLAMA_CPP_MMVQ_FP32_FRACTION)."""
 
 FAMILY_SPEED_ROWS: dict = {
  "cuda": {
-  "decode_efficiency": 0.7187,
+  "decode_efficiency": 0.7189,
   "decode_gpus": [
    "A30",
    "A40",
@@ -48,10 +48,10 @@ FAMILY_SPEED_ROWS: dict = {
    "Tesla V100 PCIe 16GB"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "prefill_gpus": [
    "A30",
    "A40",
@@ -113,8 +113,8 @@ FAMILY_SPEED_ROWS: dict = {
    "RTX PRO 6000 Blackwell Workstation Edition"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
   "decode_overhead_ms": 0.9388,
   "prefill_gpus": [
@@ -135,15 +135,15 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: GeForce RTX 5060 Ti 16GB, GeForce RTX 5070, GeForce RTX 5070 Ti, GeForce RTX 5080, GeForce RTX 5090, RTX PRO 6000 Blackwell Workstation Edition"
  },
  "cuda:12.1": {
-  "decode_efficiency": 0.857,
+  "decode_efficiency": 0.8571,
   "decode_gpus": [
    "DGX Spark (GB10)"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "prefill_gpus": [
    "DGX Spark (GB10)"
   ],
@@ -165,8 +165,8 @@ FAMILY_SPEED_ROWS: dict = {
    "Tesla P40"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
   "decode_overhead_ms": 2.5334,
   "prefill_gpus": [
@@ -185,16 +185,16 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 4 GPUs: GeForce GTX 1070 Ti, GeForce GTX 1080 Ti, NVIDIA TITAN Xp, Tesla P40"
  },
  "cuda:7.0": {
-  "decode_efficiency": 0.6855,
+  "decode_efficiency": 0.6857,
   "decode_gpus": [
    "NVIDIA TITAN V",
    "Tesla V100 PCIe 16GB"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "prefill_gpus": [
    "NVIDIA TITAN V"
   ],
@@ -220,8 +220,8 @@ FAMILY_SPEED_ROWS: dict = {
    "Tesla T4"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
   "decode_overhead_ms": 4.2761,
   "prefill_gpus": [
@@ -245,15 +245,15 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 8 GPUs: GeForce GTX 1660, GeForce RTX 2060 SUPER, GeForce RTX 2070 SUPER, GeForce RTX 2080 Ti, Quadro RTX 4000, Quadro RTX 6000..."
  },
  "cuda:8.0": {
-  "decode_efficiency": 0.5842,
+  "decode_efficiency": 0.5844,
   "decode_gpus": [
    "A30"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "prefill_gpus": [
    "A30"
   ],
@@ -278,8 +278,8 @@ FAMILY_SPEED_ROWS: dict = {
    "RTX A6000"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
   "decode_overhead_ms": 0.9805,
   "prefill_gpus": [
@@ -306,10 +306,10 @@ FAMILY_SPEED_ROWS: dict = {
    "Jetson AGX Orin 32GB"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 1 GPUs: Jetson AGX Orin 32GB"
  },
  "cuda:8.9": {
@@ -325,8 +325,8 @@ FAMILY_SPEED_ROWS: dict = {
    "RTX 6000 Ada Generation"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
   "decode_overhead_ms": 1.3974,
   "prefill_gpus": [
@@ -349,15 +349,15 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 8 GPUs: GeForce RTX 4060 Ti 16GB, GeForce RTX 4070 Ti SUPER, GeForce RTX 4080, GeForce RTX 4080 SUPER, GeForce RTX 4090, GeForce RTX 4090 D..."
  },
  "cuda:9.0": {
-  "decode_efficiency": 0.416,
+  "decode_efficiency": 0.4157,
   "decode_gpus": [
    "H200 SXM"
   ],
   "decode_interval": [
-   0.93,
-   1.888
+   0.937,
+   1.943
   ],
-  "decode_overhead_ms": 1.4007,
+  "decode_overhead_ms": 1.4286,
   "prefill_gpus": [
    "H200 SXM"
   ],
@@ -667,7 +667,7 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 4 GPUs: Radeon RX 7800 XT, Radeon RX 7900 GRE, Radeon RX 7900 XT, Radeon RX 7900 XTX"
  },
  "vulkan": {
-  "decode_efficiency": 0.5765,
+  "decode_efficiency": 0.5766,
   "decode_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB",
@@ -680,7 +680,7 @@ FAMILY_SPEED_ROWS: dict = {
    0.815,
    1.228
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "prefill_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB",
@@ -699,7 +699,7 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: Intel Arc A750, Intel Arc A770 16GB, Intel Arc B570, Intel Arc B580, Intel Arc Pro B50, Intel Arc Pro B60"
  },
  "vulkan:intel": {
-  "decode_efficiency": 0.5765,
+  "decode_efficiency": 0.5766,
   "decode_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB",
@@ -712,7 +712,7 @@ FAMILY_SPEED_ROWS: dict = {
    0.815,
    1.228
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "prefill_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB",
@@ -731,7 +731,7 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 6 GPUs: Intel Arc A750, Intel Arc A770 16GB, Intel Arc B570, Intel Arc B580, Intel Arc Pro B50, Intel Arc Pro B60"
  },
  "vulkan:intel-xe-hpg": {
-  "decode_efficiency": 0.3729,
+  "decode_efficiency": 0.373,
   "decode_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB"
@@ -740,7 +740,7 @@ FAMILY_SPEED_ROWS: dict = {
    0.815,
    1.228
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "prefill_gpus": [
    "Intel Arc A750",
    "Intel Arc A770 16GB"
@@ -755,7 +755,7 @@ FAMILY_SPEED_ROWS: dict = {
   "source": "bench/gpu_loo.py on llama.cpp scoreboards #15013/#15021/#10879/#4167 (sources/published_perf/llamacpp_scoreboards_*.csv, Llama-2-7B Q4_0/Q8_0, FA off) and measured rows; 2 GPUs: Intel Arc A750, Intel Arc A770 16GB"
  },
  "vulkan:intel-xe2": {
-  "decode_efficiency": 0.6508,
+  "decode_efficiency": 0.6509,
   "decode_gpus": [
    "Intel Arc B570",
    "Intel Arc B580",
@@ -766,7 +766,7 @@ FAMILY_SPEED_ROWS: dict = {
    0.815,
    1.228
   ],
-  "decode_overhead_ms": 0.884,
+  "decode_overhead_ms": 0.8863,
   "prefill_gpus": [
    "Intel Arc B570",
    "Intel Arc B580",
@@ -787,7 +787,7 @@ FAMILY_SPEED_ROWS: dict = {
 FITTED_TERMS: dict = {
  "kv_quant_attn_ms_per_element": 9.78e-10,
  "kv_quant_decode_ms_per_layer": 0.00905,
- "mmvq_fp32_fraction": 0.341,
+ "mmvq_fp32_fraction": 0.345,
  "moe_decode_ms_per_layer": 0.0298,
- "moe_prefill_matmul_factor": 2.14
+ "moe_prefill_matmul_factor": 2.15
 }

@@ -194,6 +194,22 @@ SHARED_SHAPE_CARDS = {
     # not from that repo: the Phi-4-mini-reasoning card (HF README): "same architecture as Phi-4-Mini, which has
     # 3.8B parameters", "shared input and output embedding"
     "microsoft/Phi-4-mini-reasoning": (3.8 * B, None, None, None, True),
+    # 2026 checkpoints (sources/configs/sources.csv rows 209-216). LFM2.5-1.2B-Base card (plturrell/aArabic@476075e
+    # vendor/layerModels/huggingFace/LiquidAI-LFM2.5-1.2B-Base/README.md): 1.17B parameters, 16 layers; the -Thinking
+    # card (as quoted in tedneward/Research) the same
+    "LiquidAI/LFM2.5-1.2B-Base": (1.17 * B, 16, None, None, None),
+    "LiquidAI/LFM2.5-1.2B-Instruct": (1.17 * B, 16, None, None, None),
+    "LiquidAI/LFM2.5-1.2B-JP": (1.17 * B, 16, None, None, None),
+    "LiquidAI/LFM2.5-1.2B-Thinking": (1.17 * B, 16, None, None, None),
+    # Gemma 4 card family table (quoted at huggingface.co/zeromodels/gemma-4-e4b-it): E2B 35 layers, E4B 42 layers; its
+    # parameter counts ("5.1B / 8B with embeddings") include the vision and audio encoders, which the LM total here
+    # leaves out, so they are no reference. Megatron-Bridge's gemma4 recipe: E4B 8 heads / 2 KV heads
+    "google/gemma-4-E4B-it": (None, 42, 8, 2, None),
+    "google/gemma-4-E2B": (None, 35, None, None, None),
+    # Qwen3.5-9B: 32 layers, 16 heads, 4 KV heads (vultr's Qwen3.5 9B page, from the card)
+    "Qwen/Qwen3.5-9B-Base": (None, 32, 16, 4, None),
+    # Qwen3-Coder-Next: mlx-community/Qwen3-Coder-Next-nvfp4's config (48 layers, 16 q / 2 kv heads, untied)
+    "Qwen/Qwen3-Coder-Next": (None, 48, 16, 2, False),
 }
 
 

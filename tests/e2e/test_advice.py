@@ -123,8 +123,10 @@ def test_minmax_reproduces_the_briefs_worked_example(cli):
     d = r.json()
     # 8798 before SGLang (engines-v2) planned its float/AWQ/GPTQ/INT8 candidates, 9951 with them; 10429 with the
     # 2026 models of this round (Qwen3.5/3.6, Gemma-4, Nemotron-3, ... sized) and partial offload ranked; 10490 with
-    # estimate-v7 (an MoE's host experts copied at their measured rate: 61 more MoE offload plans within 800 ms)
-    assert d["counts"]["feasible"] == 10490
+    # estimate-v7 (an MoE's host experts copied at their measured rate: 61 more MoE offload plans within 800 ms);
+    # 11336 with the 12 rows of the second 2026 batch (LFM2.5-1.2B, Qwen3.5 -Base, Qwen3.8, Qwen3-Coder-Next,
+    # Gemma-4 E-siblings)
+    assert d["counts"]["feasible"] == 11336
     c = d["candidates"][0]
     assert (c["model"], c["quant"]) == ("Qwen/Qwen3-4B", "Q5_K_M")
     # min-max: the new offload plans near 800 ms widen the latency range, so the top pick's latency part drops
