@@ -3,7 +3,7 @@
 
 QUANT_KERNEL_ROWS: dict = {
  "IQ3_M": {
-  "decode_factor": 1.5123,
+  "decode_factor": 1.4945,
   "prefill_factor": 0.9889,
   "tg128_tokens_per_s": 254.26,
   "pp512_tokens_per_s": 8695.02,
@@ -11,7 +11,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "IQ4_NL": {
-  "decode_factor": 0.8182,
+  "decode_factor": 0.8041,
   "prefill_factor": 1.1956,
   "tg128_tokens_per_s": 322.75,
   "pp512_tokens_per_s": 10511.76,
@@ -19,7 +19,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "IQ4_XS": {
-  "decode_factor": 0.8939,
+  "decode_factor": 0.879,
   "prefill_factor": 1.261,
   "tg128_tokens_per_s": 316.04,
   "pp512_tokens_per_s": 11087.36,
@@ -27,7 +27,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q2_K": {
-  "decode_factor": 1.767,
+  "decode_factor": 1.7461,
   "prefill_factor": 0.7074,
   "tg128_tokens_per_s": 255.53,
   "pp512_tokens_per_s": 6219.34,
@@ -35,7 +35,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q3_K_L": {
-  "decode_factor": 1.6861,
+  "decode_factor": 1.6705,
   "prefill_factor": 0.9447,
   "tg128_tokens_per_s": 214.7,
   "pp512_tokens_per_s": 8305.64,
@@ -43,7 +43,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q3_K_M": {
-  "decode_factor": 1.7696,
+  "decode_factor": 1.7528,
   "prefill_factor": 0.984,
   "tg128_tokens_per_s": 218.8,
   "pp512_tokens_per_s": 8651.17,
@@ -51,7 +51,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q3_K_S": {
-  "decode_factor": 2.2464,
+  "decode_factor": 2.2277,
   "prefill_factor": 0.9508,
   "tg128_tokens_per_s": 197.36,
   "pp512_tokens_per_s": 8359.82,
@@ -59,7 +59,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q4_0": {
-  "decode_factor": 0.7307,
+  "decode_factor": 0.7166,
   "prefill_factor": 1.2652,
   "tg128_tokens_per_s": 343.03,
   "pp512_tokens_per_s": 11124.37,
@@ -67,7 +67,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q4_1": {
-  "decode_factor": 0.5514,
+  "decode_factor": 0.5387,
   "prefill_factor": 1.1437,
   "tg128_tokens_per_s": 376.2,
   "pp512_tokens_per_s": 10055.4,
@@ -75,7 +75,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q4_K_M": {
-  "decode_factor": 0.9694,
+  "decode_factor": 0.9559,
   "prefill_factor": 1.0731,
   "tg128_tokens_per_s": 283.31,
   "pp512_tokens_per_s": 9434.98,
@@ -83,7 +83,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 2
  },
  "Q4_K_S": {
-  "decode_factor": 0.9036,
+  "decode_factor": 0.8895,
   "prefill_factor": 1.1451,
   "tg128_tokens_per_s": 304.52,
   "pp512_tokens_per_s": 10068.13,
@@ -91,7 +91,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q5_0": {
-  "decode_factor": 0.8108,
+  "decode_factor": 0.799,
   "prefill_factor": 1.1411,
   "tg128_tokens_per_s": 293.1,
   "pp512_tokens_per_s": 10032.43,
@@ -99,7 +99,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q5_1": {
-  "decode_factor": 0.7108,
+  "decode_factor": 0.6998,
   "prefill_factor": 1.0366,
   "tg128_tokens_per_s": 302.14,
   "pp512_tokens_per_s": 9114.16,
@@ -107,7 +107,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q5_K_M": {
-  "decode_factor": 0.9509,
+  "decode_factor": 0.9392,
   "prefill_factor": 1.0499,
   "tg128_tokens_per_s": 261.81,
   "pp512_tokens_per_s": 9231.27,
@@ -115,7 +115,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q5_K_S": {
-  "decode_factor": 0.8908,
+  "decode_factor": 0.8789,
   "prefill_factor": 1.0772,
   "tg128_tokens_per_s": 277.05,
   "pp512_tokens_per_s": 9471.05,
@@ -123,7 +123,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q6_K": {
-  "decode_factor": 1.1704,
+  "decode_factor": 1.16,
   "prefill_factor": 0.9557,
   "tg128_tokens_per_s": 207.97,
   "pp512_tokens_per_s": 8402.92,
@@ -131,7 +131,7 @@ QUANT_KERNEL_ROWS: dict = {
   "rows": 1
  },
  "Q8_0": {
-  "decode_factor": 0.6527,
+  "decode_factor": 0.6448,
   "prefill_factor": 1.2455,
   "tg128_tokens_per_s": 258.8,
   "pp512_tokens_per_s": 10951.17,
