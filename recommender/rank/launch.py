@@ -154,8 +154,14 @@ def _local_name(model: str, quant: str) -> str:
 
 
 def _llama_model_args(w: Optional[WeightsFile], model: str, quant: str, local: Optional[str]) -> list[str]:
+    """llama.cpp's model arguments. A known file is named (`-hf REPO -hff FILE`, -hff overriding the tag): with only
+    a quant tag (`-hf REPO:QUANT`) llama.cpp downloads the first file of the repository whose name matches
+    `QUANT[.-]` anywhere (common/download.cpp find_best_model, llama.cpp as vendored in llama-cpp-python 0.3.36), so in a
+    repository holding unsloth's UD-Q4_K_M.gguf but no plain Q4_K_M file the tag Q4_K_M takes the UD mix."""
     if local:
         return ["-m", local]
+    if w is not None and w.file:
+        return ["-hf", w.repo, "-hff", w.file]
     if w is not None:
         return ["-hf", f"{w.repo}:{quant}"]
     return ["-m", _local_name(model, quant)]
