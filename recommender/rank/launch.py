@@ -125,7 +125,8 @@ def _size_check(published: Optional[int], catalog: Optional[int]) -> Optional[st
 
 
 def weights_for(model: str, quant: str, engine: str, catalog_bytes: Optional[int] = None) -> list[WeightsFile]:
-    """The public copies of a variant, the publisher's first (then in the data's order)."""
+    """The public copies of a variant, the publisher's first (then GGUF copies with a named file, then the data's
+    order)."""
     family = QUANTS[quant].family if quant in QUANTS else "gguf"
     fmt = "gguf" if engine_spec(engine).file_format == "gguf" else "hf"
     found, seen = [], set()
@@ -146,7 +147,8 @@ def weights_for(model: str, quant: str, engine: str, catalog_bytes: Optional[int
                                  source=r["source"], basis=r["basis"], file_bytes=size,
                                  size_check=_size_check(size, catalog_bytes)))
     order = {"publisher": 0, "on-load": 1, "community": 2}
-    return sorted(found, key=lambda w: order[w.kind])  # stable: the data's order within a kind
+    # stable: within a kind, a copy whose file is named before one known only by its quant tag, then the data's order
+    return sorted(found, key=lambda w: (order[w.kind], fmt == "gguf" and w.file is None))
 
 
 def _local_name(model: str, quant: str) -> str:

@@ -72,3 +72,11 @@ def test_a_publisher_fp8_checkpoint_comes_before_quantizing_at_load():
     ws = weights_for("Qwen/Qwen3.6-27B", "FP8", "vllm")
     assert [w.kind for w in ws][:2] == ["publisher", "on-load"]
     assert ws[0].repo == "Qwen/Qwen3.6-27B-FP8" and ws[0].file is None
+
+
+def test_a_named_file_comes_before_a_quant_tag_within_a_kind():
+    """gemma-4-31B-it at Q4_K_M has a tag-only community copy listed first in the data and a named unsloth file: the
+    recipe downloads the named file."""
+    ws = weights_for("google/gemma-4-31B-it", "Q4_K_M", "llama.cpp")
+    assert ws[0].repo == "unsloth/gemma-4-31B-it-GGUF" and ws[0].file == "gemma-4-31B-it-Q4_K_M.gguf"
+    assert any(w.file is None for w in ws[1:])
