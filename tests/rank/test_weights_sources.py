@@ -63,9 +63,10 @@ def test_the_rtx_4090_default_pick_names_its_file_and_the_recipe_downloads_that_
     assert ws[0].source.startswith("github:")
     assert _llama_model_args(ws[0], "Qwen/Qwen3.6-27B", "Q6_K", None) == [
         "-hf", "unsloth/Qwen3.6-27B-GGUF", "-hff", "Qwen3.6-27B-Q6_K.gguf"]
-    tag_only = weights_for("Qwen/Qwen3.5-27B", "Q6_K", "llama.cpp")[0]
+    tag_only = weights_for("google/gemma-4-26B-A4B-it", "Q4_K_M", "llama.cpp")[0]  # only the page's -hf snippet seen
     assert tag_only.file is None
-    assert _llama_model_args(tag_only, "Qwen/Qwen3.5-27B", "Q6_K", None) == ["-hf", "unsloth/Qwen3.5-27B-GGUF:Q6_K"]
+    assert _llama_model_args(tag_only, "google/gemma-4-26B-A4B-it", "Q4_K_M", None) == [
+        "-hf", "bartowski/google_gemma-4-26B-A4B-it-GGUF:Q4_K_M"]
 
 
 def test_a_publisher_fp8_checkpoint_comes_before_quantizing_at_load():
