@@ -141,6 +141,49 @@ def llama_report(catalog, profiles) -> dict:
     return out
 
 
+def split_step_fit(lr: dict) -> dict:
+    """The per-device step of a layer split (LLAMA_CPP_SPLIT_DEVICE_STEP_MS), fitted on the absolute tg512 figures of
+    every n-GPU row (n >= 2): time = the split model without the term + D x n, D >= 0, least squares of the relative
+    time error (minimizes sum ((t_model + D n - t_pub) / t_pub)^2: D = sum(n r / t) / sum(n^2 / t^2) with r the
+    shortfall t_pub - t_model). Leave-one-GPU-type-out: each type's rows predicted with D fitted on the other types.
+    Returns the fitted D and the absolute / ratio errors (tok/s, positive = predicted faster) without the term,
+    leave-one-GPU-type-out and with the shipped constant."""
+    shipped = L.LLAMA_CPP_SPLIT_DEVICE_STEP_MS.value
+    rows = [r for r in lr["rows"] if r["test"] == "tg512"]
+    for r in rows:
+        r["n"] = int(r["gpus"].split("x", 1)[0])
+        r["t_pub_ms"] = 1000 / r["published_tokens_per_s"]
+        r["t_base_ms"] = 1000 / r["predicted_tokens_per_s"] - r["n"] * shipped  # the split model without the term
+
+    def fit(sub):
+        num = sum(r["n"] * (r["t_pub_ms"] - r["t_base_ms"]) / r["t_pub_ms"] ** 2 for r in sub)
+        den = sum(r["n"] ** 2 / r["t_pub_ms"] ** 2 for r in sub)
+        return max(num / den, 0.0)
+
+    def err(r, d):
+        return r["t_pub_ms"] / (r["t_base_ms"] + d * r["n"]) - 1
+
+    def ratio_err(r, d):  # the published 1-GPU row x the predicted n-GPU / 1-GPU slow-down
+        one = r.get("published_1gpu_tokens_per_s")
+        if one is None or r["set"] == "fit":
+            return None
+        # the predicted 1-GPU time, from the shipped ratio (t1 / tn)
+        t1 = (r["ratio_predicted_tokens_per_s"] / one) * (1000 / r["predicted_tokens_per_s"])
+        return one * t1 / (r["t_base_ms"] + d * r["n"]) / r["published_tokens_per_s"] - 1
+
+    types = sorted({r["gpus"].split("x ", 1)[1] for r in rows})
+    logo, per_type = [], {}
+    for g in types:
+        d = fit([r for r in rows if not r["gpus"].endswith("x " + g)])
+        per_type[g] = d
+        logo += [err(r, d) for r in rows if r["gpus"].endswith("x " + g)]
+    d_all = fit(rows)
+    ratio = lambda d: [e for e in (ratio_err(r, d) for r in rows) if e is not None]  # noqa: E731
+    return {"fitted_ms": d_all, "shipped_ms": shipped, "types": len(types), "logo_ms": per_type,
+            "abs_without": [err(r, 0.0) for r in rows], "abs_logo": logo, "abs_shipped": [err(r, shipped) for r in rows],
+            "ratio_without": ratio(0.0), "ratio_shipped": ratio(shipped)}
+
+
 def allreduce_rows():
     rows = list(csv.DictReader(AR_CSV.open()))
     for r in rows:
@@ -249,6 +292,16 @@ def main() -> None:
         print(f"held-out {test}, split model (ratio to the published 1-GPU row): "
               f"{_summ([r['ratio_error'] for r in held if 'ratio_error' in r])}")
         print(f"held-out {test}, absolute (shipped analytical model): {_summ([r['abs_error'] for r in held])}")
+    st = split_step_fit(lr)
+    print(f"per-device step of a layer split (tg512, every n-GPU row, {st['types']} GPU types): fitted "
+          f"{st['fitted_ms']:.3f} ms per device per token (shipped LLAMA_CPP_SPLIT_DEVICE_STEP_MS = "
+          f"{st['shipped_ms']} ms); leave-one-GPU-type-out fits {min(st['logo_ms'].values()):.3f}-"
+          f"{max(st['logo_ms'].values()):.3f} ms")
+    print(f"  tg512 absolute, without the term:            {_summ(st['abs_without'])}")
+    print(f"  tg512 absolute, leave-one-GPU-type-out:      {_summ(st['abs_logo'])}")
+    print(f"  tg512 absolute, shipped constant (in-sample): {_summ(st['abs_shipped'])}")
+    print(f"  tg512 ratio to the 1-GPU row, without / with: {_summ(st['ratio_without'])} / "
+          f"{_summ(st['ratio_shipped'])}")
     print()
     print("== vLLM custom all-reduce (TP communication) against ai-dynamo/aiconfigurator measured tables ==")
     f, s = ar["fitted"], ar["shipped"]

@@ -12,7 +12,8 @@ llama.cpp ``-sm layer`` (the default with several GPUs; llama-model.cpp load_ten
     per device: its blocks' weights and their KV cache (each layer's cache lives with the layer), its own CUDA context
     and compute buffer (logits of one micro-batch on the device with the output layer, activations elsewhere).
     decode step = sum over devices of (that device's single-GPU step time x its share of the bytes read)
-                  + per-token overhead + (devices - 1) hops of the activations (batch x hidden x f32) over the link.
+                  + per-token overhead + (devices - 1) hops of the activations (batch x hidden x f32) over the link
+                  + devices x each device's own step time (llama_cpp.LLAMA_CPP_SPLIT_DEVICE_STEP_MS, fitted).
     The devices work one after the other on a token (no overlap at batch 1): llama.cpp pipelines only the
     micro-batches of one prompt, which this model does not credit (TTFT is the sum as well).
 llama.cpp ``-sm row``: every matrix of the blocks split by rows over the devices (``--tensor-split`` proportions),
@@ -233,13 +234,15 @@ def estimate_split(spec: ModelSpec, quant: str, engine: str, machine: MultiGpu, 
                                  base.kv_dtype, context_tokens, batch, n_dev=1))
         hops = sum(1 for il in range(1, n_layer + 1) if owner[il] != owner[il - 1])
         hop_lat, act = r.split_hop()
-        comm_tok = hops * (hop_lat + batch * spec.hidden_size * act / link.bytes_per_s * 1e3)
+        dev_step = r.split_device_step_ms()  # each device's own per-token step (llama.cpp: fitted, engines.llama_cpp)
+        comm_tok = hops * (hop_lat + batch * spec.hidden_size * act / link.bytes_per_s * 1e3) + n * dev_step
         n_tok = prompt * batch
         ubatches = r.prefill_chunks(n_tok)
         comm_pre = hops * (ubatches * hop_lat + n_tok * spec.hidden_size * act / link.bytes_per_s * 1e3)
         combine = sum  # the devices work one after the other
         basis["split_latency"] = (f"sum of the {n} devices' times (each: its single-GPU step x its share of the bytes"
-                                  f" / FLOPs) + {hops} hop(s) x ({hop_lat} ms + batch x hidden x {act} B / link)")
+                                  f" / FLOPs) + {hops} hop(s) x ({hop_lat} ms + batch x hidden x {act} B / link)"
+                                  + (f" + {n} x {dev_step} ms (each device's step)" if dev_step else ""))
     elif plan.mode == "row":
         props = plan.tensor_split or [float(d.memory_bytes) for d in devs]
         tot = sum(props)

@@ -135,6 +135,11 @@ class EngineRules(ABC):
         split."""
         raise NotImplementedError(f"{self.name} has no layer or pipeline split")
 
+    def split_device_step_ms(self) -> float:
+        """ms each device of a layer / pipeline split adds to a decode step beyond its share and the hops; 0 unless
+        an engine's rules measure it."""
+        return 0.0
+
     def row_syncs(self, n_layer: int) -> tuple[int, float]:
         """(synchronizations per token, ms each) of a row split."""
         raise NotImplementedError(f"{self.name} has no row split")

@@ -60,6 +60,19 @@ LLAMA_CPP_HOP_MS = Const(0.143, "ms per device boundary per token",
                            "(XiongjieDai/GPU-Benchmarks-on-LLM-Inference, llama-bench tg512 of LLaMA-3-8B Q4_K_M and "
                            "F16 on 1, 2, 4 and 6 RTX 3090s): median over the 6 rows of (1/tg_n - 1/tg_1)/(n - 1) less "
                            "the transfer time (0.290, -0.142, 0.179, 0.049, 0.187, 0.106 ms)")
+# The per-device part of a layer-split decode step: each device of a split runs its own share of the graph (the
+# scheduler's split per backend: its launches, its copy-in of the activations, a stream synchronization before the next
+# device starts), once per token whatever the hops' bytes. Fitted by bench/multigpu.py (split_step_fit) on the absolute
+# figures of the 54 published tg512 rows on 2-8 identical GPUs (sources/published_perf/multigpu_llamacpp.csv), least
+# squares on the relative time error; leave-one-GPU-type-out (11 types) it moves the absolute decode median from 11.9 % to
+# 7.1 % (bias +8.6 -> +0.7 %). Much of what it carries is the single-GPU model's shortfall on that May-2024 build (the
+# published 1-GPU rows decode 1-2.6 ms slower per token than the family fits predict): the n-GPU / 1-GPU ratio
+# error goes from 1.9 % to 5.1 % median (31 held-out rows). Not applied to one GPU (no split, no per-device step).
+LLAMA_CPP_SPLIT_DEVICE_STEP_MS = Const(0.281, "ms per device per token (layer split)",
+                                       "fitted by bench/multigpu.py split_step_fit on the 54 tg512 rows of 2-8 GPUs "
+                                       "of sources/published_perf/multigpu_llamacpp.csv (XiongjieDai/GPU-Benchmarks-"
+                                       "on-LLM-Inference, May 2024): non-negative least squares of the relative time "
+                                       "error; leave-one-GPU-type-out absolute decode median 7.1 %")
 # llama.cpp row split: one synchronization (gather of the partial results on the main GPU) per split matrix
 # multiplication; seven matrices per block (q, k, v, o, gate, up, down).
 LLAMA_CPP_ROW_SYNC_MS = Const(0.056, "ms per split matmul per token",
@@ -378,6 +391,10 @@ class LlamaCppRules(EngineRules):
     def split_hop(self) -> tuple[float, int]:
         """(latency ms, bytes per element) of one activation hand-off between the devices of a layer split."""
         return LLAMA_CPP_HOP_MS.value, ACT_BYTES_LLAMA_CPP
+
+    def split_device_step_ms(self) -> float:
+        """ms each device of a layer split adds to a decode step (LLAMA_CPP_SPLIT_DEVICE_STEP_MS)."""
+        return LLAMA_CPP_SPLIT_DEVICE_STEP_MS.value
 
     def row_syncs(self, n_layer: int) -> tuple[int, float]:
         """(synchronizations per token, ms each) of a row split."""
