@@ -141,6 +141,7 @@ def test_gguf_sizes_match_published_files(specs):
     # ALIGNMENT_SLACK_BYTES of it)
     new = {m: rows for m, rows in by_model.items() if (specs[m].release_date or "") >= "2026"}
     assert len(new.get("ibm-granite/granite-4.1-3b", [])) >= 13, sorted(new)
+    assert {"ibm-granite/granite-4.1-3b", "LiquidAI/LFM2.5-1.2B-Instruct"} <= set(new), sorted(new)
 
 
 def test_gpt_oss_q8_0_keeps_the_mxfp4_experts(specs):
