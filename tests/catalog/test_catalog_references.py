@@ -111,6 +111,10 @@ EXCLUDED = {
                                     "stated): 16,740,812,704 bytes, 58.9 MB (0.35 %) LESS than the tensor data sized "
                                     "here, so no header fits; kept out until a file of known provenance (bartowski / "
                                     "unsloth / ggml-org, with its converter version) shows which tensors differ",
+    ("Qwen/Qwen3.6-35B-A3B", "Q4_K_M"): "third-party re-upload without the MTP block: 535.7 MB below the tensor data "
+                                        "sized here with it, a 10,989,056-byte header without it (llama.cpp's n_params "
+                                        "of ggml-org's file is the catalog total minus the MTP block, to the "
+                                        "parameter); kept out until the catalog sizes the MTP block as optional",
 }
 HEADER_MIN_BYTES, HEADER_MAX_BYTES = 1_000_000, 16_000_000
 ALIGNMENT_SLACK_BYTES = 32 * 1024  # tensor padding to 32 bytes, metadata strings that differ between uploads
@@ -231,3 +235,22 @@ def test_shared_architecture_entries_match_their_own_cards(model, specs):
     for ours, stated in ((s.num_layers, layers), (s.num_attention_heads, heads), (s.num_kv_heads, kv_heads),
                          (s.tie_word_embeddings, tied)):
         assert stated is None or ours == stated, (model, ours, stated)
+
+
+def test_qwen36_moe_trunk_matches_llama_cpp_parameter_count(specs):
+    """llama.cpp reports n_params 34,660,610,688 for ggml-org/Qwen3.6-35B-A3B-GGUF@baec3eb Q4_K_M (a stored
+    llama-server record, search-tool file id 71607234183). The catalog's Qwen3.6-35B-A3B counts the trunk plus the one
+    MTP block the converter can keep; the trunk alone must equal llama.cpp's count to the parameter (the published
+    file leaves the MTP block out, see EXCLUDED)."""
+    from recommender.model.arch import raw_inventory
+
+    s = specs["Qwen/Qwen3.6-35B-A3B"]
+    mtp = 0
+    for _name, shape, layer, _experts in raw_inventory(s):
+        if layer >= s.num_layers:
+            n = 1
+            for d in shape:
+                n *= d
+            mtp += n
+    assert s.nextn_layers == 1 and mtp > 0
+    assert s.params_total - mtp == 34_660_610_688
