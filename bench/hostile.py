@@ -30,8 +30,6 @@ trials against another checkout (e.g. `git worktree add ../base main`), for the 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import random
@@ -113,21 +111,14 @@ OPTIONS = ["--vram", "--max-latency", "--context", "--batch", "--weights", "--gp
 
 
 def run_in_process(argv: list[str]) -> tuple[int, str]:
-    from recommender.cli.app import main  # noqa: PLC0415
-    from recommender.cli.common import state  # noqa: PLC0415
+    sys.path.insert(0, str(HERE / "tests"))
+    from inproc import run_in_process as run  # noqa: PLC0415 - the tests' in-process runner
 
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-        except BaseException as e:  # noqa: BLE001 - counted, not raised
-            code = 99
-            err.write(f"Traceback (in process): {type(e).__name__}: {e}\n")
-    state.catalog = None
-    return code, err.getvalue()
+    try:
+        code, _out, err = run(argv)
+    except BaseException as e:  # noqa: BLE001 - counted, not raised
+        return 99, f"Traceback (in process): {type(e).__name__}: {e}\n"
+    return code, err
 
 
 FIXED_OPTIONS = [  # the option tracebacks issue 9 lists (Low), tried first

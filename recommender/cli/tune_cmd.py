@@ -12,7 +12,7 @@ from recommender.core.engines import engine_spec, resolve_engine
 from recommender.core.errors import UserError
 from recommender.core.units import fmt_bytes, fmt_ms, fmt_tokens, parse_duration_s, parse_latency_ms
 from recommender.hardware.host import probe_host
-from recommender.search.tune import run_tune, Slo
+from recommender.search.tune import check_storage, run_tune, Slo
 from recommender.hardware.profiles import cpu_profile
 from recommender.search.tune_measure import MeasuredEvaluator, resolve_measured_target
 from recommender.cli.common import (
@@ -99,6 +99,8 @@ def tune_command(
         raise UserError(f"--plot {plot!r} is not a .png file name", hint="e.g. --plot front.png")
     if plot:
         check_output_file(Path(plot).expanduser(), "--plot")
+    if storage:
+        check_storage(storage)  # before the grid is evaluated; open_study checks a sqlite file again
     budget_s = parse_duration_s(budget)
     slo = None
     if slo_ttft or slo_tpot:

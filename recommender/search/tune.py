@@ -470,9 +470,7 @@ def open_study(storage: Optional[str], study_name: str, pareto: bool, sampler, f
                 if racing and attempt < SCHEMA_RETRIES - 1:
                     time.sleep(0.2 * (attempt + 1))
                     continue
-                raise UserError(f"cannot open storage {_redact(storage)!r}: {msg}",
-                                hint="give an RDB URL, e.g. sqlite:///tune.db or "
-                                     "postgresql://user:password@host/dbname") from None
+                raise _bad_storage(storage, msg) from None
     kw: dict[str, Any] = {"directions": ["minimize"] * 3} if pareto else {"direction": "minimize"}
     last: Optional[Exception] = None
     for attempt in range(STORAGE_RETRIES):
@@ -691,6 +689,29 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
 
 
 OPTUNA_TABLES = {"studies", "trials", "alembic_version", "version_info"}
+
+
+def _bad_storage(url: str, msg: str) -> UserError:
+    return UserError(f"cannot open storage {_redact(url)!r}: {msg}",
+                     hint="give an RDB URL, e.g. sqlite:///tune.db or postgresql://user:password@host/dbname")
+
+
+def check_storage(url: str) -> None:
+    """A --storage URL, checked before any work is done (the grid is evaluated before the study opens, a minute or
+    more on a large space): a sqlite file (:func:`check_sqlite_storage`), else a URL SQLAlchemy parses, of a kind
+    of database it knows. Connecting, and the driver, are open_study's."""
+    if url.startswith("sqlite"):
+        check_sqlite_storage(url)
+        return
+    try:
+        from sqlalchemy.engine import make_url  # noqa: PLC0415 - optuna's dependency
+
+        make_url(url).get_dialect()
+    except ImportError:
+        return  # no SQLAlchemy (no optuna) or no driver: open_study says which
+    except Exception as e:  # noqa: BLE001 - ArgumentError (unparsable), NoSuchModuleError (unknown database)
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise _bad_storage(url, msg) from None
 
 
 def check_sqlite_storage(url: str) -> None:

@@ -186,19 +186,17 @@ def test_gguf_sizes_match_llama_quantize_output():
 # READMEs): total parameters, layers, query / KV heads, tied embeddings (None: not stated). The borrowed config
 # must reproduce every one of them.
 CARD = "ZHUI/paddlenlp_model_readme@40a7101e:{}/index.md"
-SHARED_SHAPE_CARDS = {
-    "Qwen/Qwen2.5-0.5B-Instruct": (0.49 * B, 24, 14, 2, True),
+# a base checkpoint and its -Instruct: one card figure each, stated once
+BASE_AND_INSTRUCT_CARDS = {
     "Qwen/Qwen2.5-0.5B": (0.49 * B, 24, 14, 2, True),
-    "Qwen/Qwen2.5-Coder-0.5B-Instruct": (0.49 * B, 24, 14, 2, True),
     "Qwen/Qwen2.5-Coder-0.5B": (0.49 * B, 24, 14, 2, True),
-    "Qwen/Qwen2.5-Coder-1.5B-Instruct": (1.54 * B, 28, 12, 2, True),
     "Qwen/Qwen2.5-Coder-1.5B": (1.54 * B, 28, 12, 2, True),
-    "Qwen/Qwen2.5-Coder-3B-Instruct": (3.09 * B, 36, 16, 2, True),
     "Qwen/Qwen2.5-Coder-3B": (3.09 * B, 36, 16, 2, True),
-    "Qwen/Qwen2.5-Coder-7B-Instruct": (7.61 * B, 28, 28, 4, None),
     "Qwen/Qwen2.5-Coder-7B": (7.61 * B, 28, 28, 4, None),
-    "Qwen/Qwen2.5-Coder-14B-Instruct": (14.7 * B, 48, 40, 8, None),
     "Qwen/Qwen2.5-Coder-14B": (14.7 * B, 48, 40, 8, None),
+}
+SHARED_SHAPE_CARDS = {
+    **{m + suffix: card for m, card in BASE_AND_INSTRUCT_CARDS.items() for suffix in ("", "-Instruct")},
     # the 32B cards print "32.5B", but the real Qwen2.5-Coder-32B-Instruct config.json in this collection (same card
     # figure) counts 32,763,876,352 -- as do Qwen2.5-32B and DeepSeek-R1-Distill-Qwen-32B in models_summary.csv --
     # so the printed 32B total is no reference; layers and heads are

@@ -99,8 +99,8 @@ def test_plan_for_another_gpu_and_workload(cli):
     ["--vram", "24", "--workload", "poetry"],
     ["--vram", "24", "--engine", "ollama2"],
 ])
-def test_bad_input_is_one_line_and_exit_2(cli, args):
-    assert_user_error(cli(*args, prog="recommend"))
+def test_bad_input_is_one_line_and_exit_2(cli_inproc, args):
+    assert_user_error(cli_inproc(*args, prog="recommend"))
 
 
 def test_did_you_mean(cli):
@@ -119,11 +119,11 @@ def test_estimate_json_fields_and_anchor(cli):
     assert e["figures"]["total_vram_bytes"]["provenance"] == "estimated" and "formula" in e["basis"]
 
 
-def test_estimate_errors(cli):
-    assert_user_error(cli("estimate", "qwen2.5-7b", "--quant", "Q3_XL"))
-    assert_user_error(cli("estimate", "qwen2.5-7b", "--quant", "AWQ", "--engine", "llama.cpp"))
-    assert_user_error(cli("estimate", "qwen2.5-7b", "--context", "-1"))
-    assert_user_error(cli("estimate", "nosuchmodel"))
+def test_estimate_errors(cli_inproc):
+    assert_user_error(cli_inproc("estimate", "qwen2.5-7b", "--quant", "Q3_XL"))
+    assert_user_error(cli_inproc("estimate", "qwen2.5-7b", "--quant", "AWQ", "--engine", "llama.cpp"))
+    assert_user_error(cli_inproc("estimate", "qwen2.5-7b", "--context", "-1"))
+    assert_user_error(cli_inproc("estimate", "nosuchmodel"))
 
 
 def test_hardware_without_gpu(cli):
@@ -148,10 +148,10 @@ def test_unknown_command_is_exit_2(cli):
     (["estimate"], "recommender", "model"),  # missing argument
     (["probe", "perf", "--repeats", "many"], "recommender", "--repeats"),  # not a number
 ])
-def test_command_line_mistakes_are_one_line_and_a_hint(cli, args, prog, fragment):
+def test_command_line_mistakes_are_one_line_and_a_hint(cli_inproc, args, prog, fragment):
     """The command line's own errors read like ours: one `error:` line naming the problem, a `hint:` pointing at
-    the command's --help, exit 2 — not a framed usage box."""
-    r = cli(*args, prog=prog)
+    the command's --help, exit 2 — not a framed usage box (a real process: test_unknown_command_is_exit_2)."""
+    r = cli_inproc(*args, prog=prog)
     assert_user_error(r)
     assert fragment in r.err and "--help" in r.err
 

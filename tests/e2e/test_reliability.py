@@ -614,8 +614,8 @@ LOW_CASES = [
 
 
 @pytest.mark.parametrize("args,prog", LOW_CASES, ids=[" ".join(a)[:40] for a, _ in LOW_CASES])
-def test_low_option_inputs_are_clean_errors(cli, args, prog):
-    assert_user_error(cli(*args, prog=prog))
+def test_low_option_inputs_are_clean_errors(cli_inproc, args, prog):
+    assert_user_error(cli_inproc(*args, prog=prog))
 
 
 def test_huge_weights_do_not_zero_every_score(cli):

@@ -9,8 +9,6 @@ fixed cases in tests/e2e/test_reliability.py.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import struct
@@ -20,6 +18,7 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
+from inproc import run_in_process as _run  # noqa: E402
 from gguf_helpers import ARR, BOOL, F32, I32, STR, U32, U64, llama_kv, raw_gguf  # noqa: E402
 from recommender.core.errors import UserError  # noqa: E402
 
@@ -158,21 +157,6 @@ def in_process_env(tmp_path_factory):
     mp.setenv("COLUMNS", "100")
     yield
     mp.undo()
-
-
-def _run(argv: list[str]) -> tuple[int, str, str]:
-    from recommender.cli.app import main
-    from recommender.cli.common import state
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    state.catalog = None
-    return code, out.getvalue(), err.getvalue()
 
 
 def _clean(code: int, err: str) -> None:

@@ -88,8 +88,8 @@ def test_local_gpus_become_one_machine():
     ["--gpu", "2x RTX 3090", "--tensor-split", "1,1,1"],
     ["--gpu", "RTX 3090", "--split", "layer"],
 ])
-def test_bad_machine_input(cli, args):
-    assert_user_error(cli("estimate", "Qwen/Qwen2.5-7B", *args))
+def test_bad_machine_input(cli_inproc, args):
+    assert_user_error(cli_inproc("estimate", "Qwen/Qwen2.5-7B", *args))
 
 
 def test_estimate_json_per_device(cli):
@@ -243,5 +243,5 @@ def test_tune_goodput_on_a_machine_matches_recommend(cli):
 @pytest.mark.parametrize("args", [["--goodput"], ["--slo-ttft", "2s"], ["--goodput", "--slo-tpot", "x"],
                                   ["--goodput", "--slo-tpot", "50ms", "--pareto"]])
 @needs_optuna
-def test_tune_goodput_bad_input(cli, args):
-    assert_user_error(cli("tune", "Qwen/Qwen2.5-7B", "--gpu", "RTX 4090", "--trials", "2", *args))
+def test_tune_goodput_bad_input(cli_inproc, args):
+    assert_user_error(cli_inproc("tune", "Qwen/Qwen2.5-7B", "--gpu", "RTX 4090", "--trials", "2", *args))

@@ -124,6 +124,17 @@ def test_llama_cpp_loglikelihoods_match_lm_eval_hf_backend(smollm2_hf):
         " " + L), idx=i) for d in docs for i, L in enumerate("ABCD")]
     lc = LlamaCppLM(str(smollm2_gguf_or_skip()), n_ctx=1024, threads=1)
     a = [x[0] for x in lc.loglikelihood(reqs, disable_tqdm=True)]
+    # the KL pass also gives the perplexity probe's NLL (one decode of the text per model): the same total and token
+    # count as token_logprobs over the same windows, and a model against itself has KL 0
+    from pathlib import Path
+
+    from evaluators.accuracy_worker import kl_divergence, token_logprobs
+
+    text = (Path(__file__).resolve().parents[2] / "sources" / "text" / "ppl-en-v1.txt").read_text(encoding="utf-8")
+    kl, nll, n = kl_divergence(lc, lc, text[:800])
+    nll_ref, n_ref = token_logprobs(lc, text[:800])
+    assert n == n_ref == kl["tokens"] > 100 and nll == pytest.approx(nll_ref, rel=1e-6) and nll > n
+    assert abs(kl["kl_mean"]) < 1e-4 and kl["top1_agreement"] > 0.99
     lc.close()
     hf = HFLM(pretrained=str(smollm2_hf), device="cpu", dtype="float32", batch_size=1)
     b = [x[0] for x in hf.loglikelihood(reqs, disable_tqdm=True)]

@@ -193,8 +193,8 @@ def test_sensitivity_table_and_plots(cli, tmp_path):
     ("--step", "0"), ("--step", "abc"), ("--step", "0.3", "--span", "0.2"), ("--span", "2"),
     ("--plot", "chart.pdf"), ("--plot", "/nonexistent-dir/x.png"), ("--weights", "latency=-1"),
 ])
-def test_sensitivity_bad_input(cli, args):
-    assert_user_error(cli("sensitivity", *Q, *args))
+def test_sensitivity_bad_input(cli_inproc, args):
+    assert_user_error(cli_inproc("sensitivity", *Q, *args))
 
 
 def test_sensitivity_nothing_fits(cli):

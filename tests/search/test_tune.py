@@ -81,8 +81,8 @@ def test_default_space_is_the_models_recommend_ranks_at_the_quants_they_have(cli
     ["--measure", "Qwen/Qwen2.5-7B"],  # a catalog model, not a file
     ["--weights", "latency=-1"],
 ])
-def test_bad_input(cli, args):
-    r = cli("tune", "--gpu", "RTX 4090", "--trials", "2", *args)
+def test_bad_input(cli_inproc, args):
+    r = cli_inproc("tune", "--gpu", "RTX 4090", "--trials", "2", *args)
     assert_user_error(r)
 
 
