@@ -39,6 +39,10 @@ cases = [
  ("MoE, full-width qk norm (minimax-m2)", shrunk("MiniMaxAI__MiniMax-M2.5", layers=2, experts=8)),
  ("short conv hybrid (lfm2)", shrunk("LiquidAI__LFM2.5-VL-1.6B", layers=4, layer_types=["conv","conv","full_attention","conv"], block_ff_dim=768)),
  ("MLA MoE (GLM-4.7-Flash, deepseek2)", shrunk("zai-org__GLM-4.7-Flash", layers=2, experts=8)),
+ ("compressed sliding-window attention + hyper-connections MoE (DeepSeek-V4, deepseek4)",
+  shrunk("deepseek-ai__DeepSeek-V4-Flash", layers=5, experts=8, num_key_value_heads=1, head_dim=128,
+         qk_rope_head_dim=64, q_lora_rank=128, o_lora_rank=64, o_groups=2, index_n_heads=4, index_head_dim=64,
+         num_hash_layers=1, compress_ratios=[0, 4, 128, 4, 128, 0])),
 ]
 n_ctx = int(os.environ.get("NCTX", "4096"))
 for label, spec in cases:
@@ -53,7 +57,7 @@ for label, spec in cases:
         log += chunk.decode(errors="replace")
     MiB = 2**20
     kv = sum(float(x) for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)) * MiB
-    rs = sum(float(x) for x in re.findall(r"RS buffer size =\s*([0-9.]+) MiB", log)) * MiB
+    rs = sum(float(x) for x in re.findall(r"(?:RS|DSV4 \w+ state) buffer size =\s*([0-9.]+) MiB", log)) * MiB
     cb = max([float(x) for x in re.findall(r"CPU compute buffer size =\s*([0-9.]+) MiB", log)] or [0]) * MiB
     mb = sum(float(x) for x in re.findall(r"CPU(?:_Mapped)? model buffer size =\s*([0-9.]+) MiB", log)) * MiB
     st = recurrent_state_bytes(spec, 1); okv = kv_cache_bytes(spec, n_ctx, 1) - st

@@ -87,6 +87,8 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     mamba_num_heads x mamba_head_dim (the spec's linear_* fields), checked against llama.cpp's RS buffer in
     tests/probes/test_synthetic.py.
     """
+    if spec.compress_pattern:
+        return dsv4_state_bytes(spec, batch)
     n = spec.num_linear_attn_layers
     if not n:
         return 0
@@ -98,6 +100,23 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)
     state = d_state * d_inner
     return n * (conv + state) * RECURRENT_STATE_BYTES * batch
+
+
+# DeepSeek-V4 compression ratios (src/llama-kv-cache-dsv4.h DSV4_CSA_RATIO / DSV4_HCA_RATIO) by pattern letter
+DSV4_RATIO = {"C": 4, "H": 128}
+
+
+def dsv4_state_bytes(spec: ModelSpec, batch: int) -> int:
+    """DeepSeek-V4's compressor states, fixed per sequence (src/llama-kv-cache-dsv4.cpp llama_dsv4_comp_state: per
+    layer a kv and a score tensor, F32, n_embd_state x state_size per stream): CSA layers (ratio 4, overlapping
+    windows) 2 x head_dim wide x 2 x 4 rows, HCA layers (ratio 128) head_dim x 128 rows, and the lightning indexer's
+    on the CSA layers 2 x indexer_head_dim x 8 rows; one stream per sequence (n_rs_seq = 0: no speculative rollback
+    planes)."""
+    pat = spec.compress_pattern or ""
+    n_csa, n_hca = pat.count("C"), pat.count("H")
+    per_seq = 2 * (n_csa * 2 * spec.head_dim * 2 * DSV4_RATIO["C"] + n_hca * spec.head_dim * DSV4_RATIO["H"]
+                   + n_csa * 2 * spec.indexer_head_dim * 2 * DSV4_RATIO["C"])
+    return per_seq * RECURRENT_STATE_BYTES * batch
 
 
 def moe_layers(spec: ModelSpec) -> int:
