@@ -187,6 +187,7 @@ class ModelSpec(Strict):
     hyper_connections: int = 0
     indexer_heads: int = 0
     indexer_head_dim: int = 0
+    indexer_top_k: int = 0  # compressed keys each query attends on a CSA layer (config index_topk)
     hash_layers: int = 0
     # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
     # checkpoint kind is the field `checkpoint` below

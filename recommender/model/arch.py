@@ -488,7 +488,7 @@ def _deepseek_v4_fields(cfg: dict, get: Any, model_id: str, n_layers: int) -> di
     fields = {"compress_pattern": "".join(_DSV4_RATIO_LETTER[r] for r in ratios[:n_layers])}
     for field, key in (("o_groups", "o_groups"), ("o_lora_rank", "o_lora_rank"), ("hyper_connections", "hc_mult"),
                        ("indexer_heads", "index_n_heads"), ("indexer_head_dim", "index_head_dim"),
-                       ("hash_layers", "num_hash_layers")):
+                       ("indexer_top_k", "index_topk"), ("hash_layers", "num_hash_layers")):
         fields[field] = _as_int(get(key), key, model_id)
     if not fields["o_groups"] or not fields["hyper_connections"]:
         raise _bad(f"config for {model_id}: o_groups and hc_mult must be positive")

@@ -175,6 +175,8 @@ def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tupl
     pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
                                                                                             spec.sliding_window)
     attn = 4.0 * _heads_dim(spec) * pairs
+    if spec.compress_pattern:
+        attn += _dsv4_attention_flops(spec, prompt_tokens, prefill=True)
     return batch * (2.0 * matmul * prompt_tokens + 2.0 * spec.vocab_size * spec.hidden_size), batch * attn
 
 
@@ -190,7 +192,28 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
     matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
     full = attention_layers(spec) - spec.num_swa_layers
     keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
-    return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys)
+    extra = _dsv4_attention_flops(spec, context_tokens, prefill=False) if spec.compress_pattern else 0.0
+    return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys + extra)
+
+
+def _dsv4_attention_flops(spec: ModelSpec, tokens: int, prefill: bool) -> float:
+    """DeepSeek-V4's attention beyond the sliding window (counted above), per the layout of
+    src/models/deepseek4.cpp: a CSA layer (ratio 4) attends its indexer's top-k (index_topk) of the n/4 compressed
+    keys and its indexer scores all of them (index_n_heads x index_head_dim per key: 2 FLOPs each); an HCA layer
+    (ratio 128) attends all n/128 compressed keys. For a query at position n; a prefill sums over n = 1..tokens
+    (closed forms of the sums of min(n/4, k), n/4 and n/128). 4 FLOPs x heads x head_dim per attended key, as above."""
+    pat = spec.compress_pattern or ""
+    n_csa, n_hca = pat.count("C"), pat.count("H")
+    k = spec.indexer_top_k or tokens
+    r_csa, r_hca = DSV4_RATIO["C"], DSV4_RATIO["H"]
+    if prefill:
+        p = float(tokens)
+        csa_keys = p * p / (2 * r_csa) if p <= r_csa * k else k * p - r_csa * k * k / 2
+        scored, hca_keys = p * p / (2 * r_csa), p * p / (2 * r_hca)
+    else:
+        csa_keys, scored, hca_keys = min(tokens / r_csa, k), tokens / r_csa, tokens / r_hca
+    return (4.0 * _heads_dim(spec) * (n_csa * csa_keys + n_hca * hca_keys)
+            + 2.0 * spec.indexer_heads * spec.indexer_head_dim * n_csa * scored)
 
 
 def mlp_width(spec: ModelSpec) -> int:
