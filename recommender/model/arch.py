@@ -107,7 +107,9 @@ UNSUPPORTED_REASONS = {
     "mimo": "MiMo's multi-token-prediction layers are not modelled",
     "mimo_v2_flash": "MiMo-V2's hybrid sliding-window attention with differing head sizes and MTP layers are not "
                      "modelled",
-    "step3p7": "Step-3.7's attention and MoE layout is not modelled",
+    "step3p7": "Step-3.5 / 3.7's per-layer-type attention (attention_other_setting: more query heads on the sliding "
+               "layers), head-wise attention gate and MTP layers are not modelled (and the stored Step-3.7-Flash "
+               "config states one head count for every layer)",
     "bailing_moe": "Ling / Bailing MoE layout (grouped routing, fused qkv) is not modelled",
     "minicpmv": "MiniCPM-V's language model layout is not read from this config",
     "glm4v": "GLM-4V's text model (glm4 post-norms, fused gate/up) is not modelled",
