@@ -118,7 +118,8 @@ def random_blocks(ggml_type: str, n_blocks: int, rng, std: float = WEIGHT_STD):
 
     Layouts (ggml-common.h): Q4_0 {d f16, qs[16]}; Q4_1 {d, m f16, qs[16]}; Q5_0 {d f16, qh[4], qs[16]};
     Q5_1 {d, m f16, qh[4], qs[16]}; Q8_0 {d f16, qs[32] int8}; Q4_K {d, dmin f16, scales[12], qs[128]};
-    Q5_K {d, dmin f16, scales[12], qh[32], qs[128]}; Q6_K {ql[128], qh[64], scales[16] int8, d f16}.
+    Q5_K {d, dmin f16, scales[12], qh[32], qs[128]}; Q6_K {ql[128], qh[64], scales[16] int8, d f16}; MXFP4 {e E8M0,
+    qs[16]} (the routed experts of a native-MXFP4 layout: gpt-oss, DeepSeek-V4).
     Quant bits are uniform random; scales are small finite f16 values and the offsets (m, dmin * min) cancel the
     mean of the unsigned quants, so dequantized values have mean ~0 and standard deviation ~``std``.
     F32 / F16 / BF16: normal(0, std) elements (``n_blocks`` elements).
@@ -174,6 +175,9 @@ def random_blocks(ggml_type: str, n_blocks: int, rng, std: float = WEIGHT_STD):
         sc_rms = float(np.sqrt(np.mean(np.arange(4, 16) ** 2)))
         d = _jitter(rng, n, std / (sc_rms * uni6))
         out = fields(u8(128), u8(64), scales, _f16(d))
+    elif ggml_type == "MXFP4":  # block_mxfp4 {e E8M0 scale, qs[16]}: y = 2^(e - 127) x kvalues_mxfp4[q] (|kv| <= 6)
+        e = rng.integers(117, 121, size=(n, 1)).astype(np.uint8)  # 2^-10 .. 2^-7: |y| at most ~0.05
+        out = fields(e, u8(16))
     else:
         raise ValueError(f"no random block generator for ggml type {ggml_type}")
     out = np.ascontiguousarray(out).reshape(-1)
