@@ -563,8 +563,9 @@ MXFP4_NATIVE_QUANTS = ("MXFP4", "Q8_0", "F16", "BF16")
 
 # Architectures sized for llama.cpp only: DeepSeek-V4's compressed KV caches are modelled from llama.cpp's own
 # (src/llama-kv-cache-dsv4.cpp); vLLM's, SGLang's and transformers' caches for it, and its native FP8 + FP4-expert
-# checkpoint layout on them, are not, so the catalog offers only the GGUF files the converter writes (MXFP4 experts:
-# MXFP4 and Q8_0), which no other engine here runs. A per-engine refusal, not a plan.
+# checkpoint layout on them, are not, so the catalog offers only GGUF quantizations, which no other engine here runs
+# (the converter's Q8_0 / MXFP4 file keeps the experts in MXFP4; the other ftypes are llama-quantize's requantization
+# of that file, sized by its per-tensor rules). A per-engine refusal, not a plan.
 LLAMA_CPP_ONLY_ARCHS = frozenset({"deepseek4"})
 
 
@@ -576,7 +577,7 @@ def quants_for(spec: ModelSpec) -> tuple[str, ...]:
     """The catalog quantizations one model is sized in (all of them, except the restriction above)."""
     key = arch_key(spec)
     if key.gguf_arch in LLAMA_CPP_ONLY_ARCHS:
-        return tuple(q for q in CATALOG_QUANTS if q in MXFP4_NATIVE_QUANTS and QUANTS[q].family == "gguf")
+        return tuple(q for q in CATALOG_QUANTS if QUANTS[q].family == "gguf")
     if _mxfp4_native(key):
         return tuple(q for q in CATALOG_QUANTS if q in MXFP4_NATIVE_QUANTS or QUANTS[q].family != "gguf")
     if not key.num_experts:
