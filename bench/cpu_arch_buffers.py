@@ -1,6 +1,6 @@
 """llama.cpp's own KV / recurrent-state / compute / model buffers against the estimate, on few-layer CPU cuts of the
 2026 architecture kinds (sources/measurements/cpu-llamacpp-buffers-2026-archs.csv; the same cuts tests/probes/test_synthetic.py
-checks). Needs llama-cpp-python 0.3.36. Usage: NCTX=4096 MMAP=0 python bench/cpu_arch_buffers.py > rows.jsonl"""
+checks). Needs llama-cpp-python 0.3.36. Usage: NCTX=4096 MMAP=0 [CASES=label-part] python bench/cpu_arch_buffers.py > rows.jsonl"""
 import json, os, re, sys, tempfile
 from pathlib import Path
 from recommender.model.arch import spec_from_config
@@ -39,21 +39,25 @@ cases = [
  ("MoE, full-width qk norm (minimax-m2)", shrunk("MiniMaxAI__MiniMax-M2.5", layers=2, experts=8)),
  ("short conv hybrid (lfm2)", shrunk("LiquidAI__LFM2.5-VL-1.6B", layers=4, layer_types=["conv","conv","full_attention","conv"], block_ff_dim=768)),
  ("MLA MoE (GLM-4.7-Flash, deepseek2)", shrunk("zai-org__GLM-4.7-Flash", layers=2, experts=8)),
+ ("compressed sliding-window attention + hyper-connections MoE (DeepSeek-V4, deepseek4)",
+  shrunk("deepseek-ai__DeepSeek-V4-Flash", layers=5, experts=8, num_key_value_heads=1, head_dim=128,
+         qk_rope_head_dim=64, q_lora_rank=128, o_lora_rank=64, o_groups=2, index_n_heads=4, index_head_dim=64,
+         num_hash_layers=1, compress_ratios=[0, 4, 128, 4, 128, 0])),
 ]
+if os.environ.get("CASES"):  # CASES=deepseek4 runs the cases whose label contains it
+    cases = [c for c in cases if os.environ["CASES"] in c[0]]
 n_ctx = int(os.environ.get("NCTX", "4096"))
 for label, spec in cases:
     p = build_synthetic_gguf(spec, "Q8_0", Path(tempfile.gettempdir()) / "arch-buffers.gguf")
-    r, w = os.pipe(); saved = os.dup(2); os.dup2(w, 2)
+    # llama.cpp's log goes to a file, not a pipe: a log longer than the pipe buffer (DeepSeek-V4's per-cache lines)
+    # would block the writer before anything reads it
+    logf = tempfile.TemporaryFile(); saved = os.dup(2); os.dup2(logf.fileno(), 2)
     llm = llama_cpp.Llama(model_path=str(p), n_ctx=n_ctx, n_gpu_layers=0, n_threads=2, verbose=True, swa_full=False, flash_attn=True, use_mmap=os.environ.get("MMAP","1")=="1")
-    llm.eval([1,2,3]); llm.close(); os.dup2(saved, 2); os.close(w)
-    log = os.read(r, 10**8).decode(errors="replace")
-    while True:
-        chunk = os.read(r, 10**8)
-        if not chunk: break
-        log += chunk.decode(errors="replace")
+    llm.eval([1,2,3]); llm.close(); os.dup2(saved, 2)
+    logf.seek(0); log = logf.read().decode(errors="replace"); logf.close()
     MiB = 2**20
     kv = sum(float(x) for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)) * MiB
-    rs = sum(float(x) for x in re.findall(r"RS buffer size =\s*([0-9.]+) MiB", log)) * MiB
+    rs = sum(float(x) for x in re.findall(r"(?:RS|DSV4 \w+ state) buffer size =\s*([0-9.]+) MiB", log)) * MiB
     cb = max([float(x) for x in re.findall(r"CPU compute buffer size =\s*([0-9.]+) MiB", log)] or [0]) * MiB
     mb = sum(float(x) for x in re.findall(r"CPU(?:_Mapped)? model buffer size =\s*([0-9.]+) MiB", log)) * MiB
     st = recurrent_state_bytes(spec, 1); okv = kv_cache_bytes(spec, n_ctx, 1) - st

@@ -175,6 +175,20 @@ class ModelSpec(Strict):
     attention_k_eq_v: bool = False
     per_layer_input_size: int = 0
     double_wide_mlp: bool = False
+    # DeepSeek-V4 (llama.cpp src/models/deepseek4.cpp, conversion/deepseek.py DeepseekV4Model): one letter per layer
+    # from the config's compress_ratios -- W = sliding window only (ratio 0), C = the window plus a 4x compressed KV
+    # and its lightning-indexer keys (CSA, ratio 4), H = the window plus a 128x compressed KV (HCA, ratio 128); the
+    # grouped low-rank output projection (o_groups, o_lora_rank), the hyper-connection count (hc_mult: the residual
+    # stream is hc_mult x hidden_size wide), the indexer's heads and key size, and the leading hash-routed MoE layers
+    # (a token-id -> expert-id table in place of the router bias).
+    compress_pattern: Optional[str] = None
+    o_groups: int = 0
+    o_lora_rank: int = 0
+    hyper_connections: int = 0
+    indexer_heads: int = 0
+    indexer_head_dim: int = 0
+    indexer_top_k: int = 0  # compressed keys each query attends on a CSA layer (config index_topk)
+    hash_layers: int = 0
     # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
     # checkpoint kind is the field `checkpoint` below
     modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)

@@ -80,6 +80,11 @@ GGUF_ARCH = {
     # Exaone4_5_TextModel(Exaone4Model), MODEL_ARCH.EXAONE4; src/models/exaone4.cpp keeps them TENSOR_SKIP); the
     # vision tower goes to the mmproj file
     "exaone4_5_text": "exaone4",
+    # DeepSeek-V4 (Flash / Pro): sliding-window attention over one 512-wide K=V head with per-layer compressed KV
+    # (ratio 4 with the lightning indexer, ratio 128 without), grouped low-rank output projection, hyper-connections,
+    # hash-routed leading MoE layers, routed experts written as MXFP4 by the converter (conversion/deepseek.py
+    # DeepseekV4Model, src/models/deepseek4.cpp, src/llama-kv-cache-dsv4.cpp); its MTP block goes to a separate file
+    "deepseek_v4": "deepseek4",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -90,7 +95,7 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "qwen3vlmoe": "qwen3_vl_moe_text", "qwen2vl": "qwen2_5_vl", "mistral3": "mistral3", "olmo2": "olmo2",
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
     "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "lfm2": "lfm2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
-    "nemotron_h_moe": "nemotron_h", "gemma4": "gemma4_text",
+    "nemotron_h_moe": "nemotron_h", "gemma4": "gemma4_text", "deepseek4": "deepseek_v4",
 }
 
 # Model types seen in real configs whose weights or memory this code cannot size correctly, and why. A config of
@@ -102,7 +107,9 @@ UNSUPPORTED_REASONS = {
     "mimo": "MiMo's multi-token-prediction layers are not modelled",
     "mimo_v2_flash": "MiMo-V2's hybrid sliding-window attention with differing head sizes and MTP layers are not "
                      "modelled",
-    "step3p7": "Step-3.7's attention and MoE layout is not modelled",
+    "step3p7": "Step-3.5 / 3.7's per-layer-type attention (attention_other_setting: more query heads on the sliding "
+               "layers), head-wise attention gate and MTP layers are not modelled (and the stored Step-3.7-Flash "
+               "config states one head count for every layer)",
     "bailing_moe": "Ling / Bailing MoE layout (grouped routing, fused qkv) is not modelled",
     "minicpmv": "MiniCPM-V's language model layout is not read from this config",
     "glm4v": "GLM-4V's text model (glm4 post-norms, fused gate/up) is not modelled",
@@ -111,7 +118,6 @@ UNSUPPORTED_REASONS = {
     "kimi_linear": "Kimi Delta Attention layers (their conv / delta-rule state) and the MLA layers between them are "
                    "not modelled",
     "glm_moe_dsa": "GLM-5's MLA with the DSA lightning indexer (its tensors and key cache) is not modelled",
-    "deepseek_v4": "DeepSeek-V4's sliding-window MLA with the lightning indexer is not modelled",
     "minimax_m3": "MiniMax-M3's sparse-attention indexer and its leading dense layers are not modelled",
 }
 # What the refused types are in the vendored llama.cpp of llama-cpp-python 0.3.36 (src/llama-arch.cpp; conversion/ of
@@ -331,6 +337,11 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         qk_nope = _as_int(get("qk_nope_head_dim"), "qk_nope_head_dim", model_id)
         v_head = _as_int(get("v_head_dim"), "v_head_dim", model_id)
 
+    if model_type == "deepseek_v4":
+        # no kv_lora_rank (one 512-wide K = V head per layer, not MLA's latent); the query still goes through q_lora
+        q_lora = _as_int(get("q_lora_rank"), "q_lora_rank", model_id)
+        qk_rope = _as_int(get("qk_rope_head_dim"), "qk_rope_head_dim", model_id)
+
     # Sliding-window attention
     window = get("sliding_window", required=False)
     n_swa = 0
@@ -404,6 +415,8 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         linear, dense_ff = _lfm2_fields(cfg, get, model_id, n_layers, dense_ff)
     elif model_type == "gemma4_text":
         linear, n_swa = _gemma4_fields(cfg, get, model_id, n_layers, n_kv)
+    elif model_type == "deepseek_v4":
+        linear = _deepseek_v4_fields(cfg, get, model_id, n_layers)
     elif model_type == "exaone4_5_text":
         linear = {"nextn_layers": _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0,
                                           "num_nextn_predict_layers", model_id)}
@@ -459,6 +472,32 @@ def _gemma4_fields(cfg: dict, get: Any, model_id: str, n_layers: int, n_kv: int)
                                               "hidden_size_per_layer_input", model_id),
               "double_wide_mlp": bool(cfg.get("use_double_wide_mlp"))}
     return fields, pattern[:n_layers - shared].count("S")
+
+
+_DSV4_RATIO_LETTER = {0: "W", 4: "C", 128: "H"}  # src/models/deepseek4.cpp accepts only these ratios
+
+
+def _deepseek_v4_fields(cfg: dict, get: Any, model_id: str, n_layers: int) -> dict[str, Any]:
+    """DeepSeek-V4's own fields (transformers-style DeepseekV4 config.json keys, as conversion/deepseek.py
+    DeepseekV4Model writes them to GGUF): compress_ratios (one per trunk layer, then the MTP layers'), o_groups /
+    o_lora_rank, hc_mult, index_n_heads / index_head_dim, num_hash_layers. The MTP block is not in the GGUF the
+    converter writes by default (it goes to a separate mtp-*.gguf with --mtp), so nextn_layers stays 0."""
+    ratios = cfg.get("compress_ratios")
+    if not isinstance(ratios, list) or len(ratios) < n_layers or \
+            any(r not in _DSV4_RATIO_LETTER for r in ratios[:n_layers]):
+        raise UnsupportedArchitecture(f"config for {model_id}: DeepSeek-V4 needs compress_ratios (0, 4 or 128) for "
+                                      f"each of its {n_layers} layers")
+    fields = {"compress_pattern": "".join(_DSV4_RATIO_LETTER[r] for r in ratios[:n_layers])}
+    for field, key in (("o_groups", "o_groups"), ("o_lora_rank", "o_lora_rank"), ("hyper_connections", "hc_mult"),
+                       ("indexer_heads", "index_n_heads"), ("indexer_head_dim", "index_head_dim"),
+                       ("indexer_top_k", "index_topk"), ("hash_layers", "num_hash_layers")):
+        fields[field] = _as_int(get(key), key, model_id)
+    if not fields["o_groups"] or not fields["hyper_connections"]:
+        raise _bad(f"config for {model_id}: o_groups and hc_mult must be positive")
+    if cfg.get("scoring_func", "sqrtsoftplus") != "sqrtsoftplus":
+        # src/models/deepseek4.cpp load_arch_hparams: "DeepSeek-V4 loader currently expects sqrtsoftplus MoE scoring"
+        raise UnsupportedArchitecture(f"config for {model_id}: DeepSeek-V4 scoring_func other than sqrtsoftplus")
+    return fields
 
 
 def _check_interval_layer_types(layer_types: Any, interval: int, n_layers: int, model_id: str) -> None:
@@ -589,6 +628,13 @@ class ArchKey(NamedTuple):
     attention_k_eq_v: bool = False
     per_layer_input_size: int = 0
     double_wide_mlp: bool = False
+    compress_pattern: Optional[str] = None
+    o_groups: int = 0
+    o_lora_rank: int = 0
+    hyper_connections: int = 0
+    indexer_heads: int = 0
+    indexer_head_dim: int = 0
+    hash_layers: int = 0
 
 
 def gguf_arch(spec: ModelSpec) -> str:
@@ -638,6 +684,8 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
      full_every, lin_kh, lin_vh, lin_kd, lin_vd, conv_k, nextn, _pattern, _latent) = key[:33]
     if arch == "gemma4":
         return _gemma4_inventory(key)
+    if arch == "deepseek4":
+        return _deepseek4_inventory(key)
     fused_qkv = arch in _FUSED_QKV_GGUF
     fused_up = arch in _FUSED_GATE_UP_GGUF
     gpt_oss = arch == "gpt-oss"
@@ -726,6 +774,68 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
         out.append(("output_norm.bias", (H,), -1, 1))
     if not tied and arch not in _ALWAYS_TIED:
         out.append(("output.weight", (H, V), -1, 1))
+    return tuple(out)
+
+
+def _deepseek4_inventory(key: ArchKey) -> tuple[RawTensor, ...]:
+    """DeepSeek-V4 as src/models/deepseek4.cpp load_arch_tensors creates it (tensor names from gguf-py constants.py,
+    written by conversion/deepseek.py DeepseekV4Model; no MTP block: the converter leaves it to a separate file).
+    Per layer: attn_norm, attn_sinks {n_head}, the low-rank query (attn_q_a {n_embd, q_lora}, attn_q_a_norm, attn_q_b
+    {q_lora, n_head x head}), one K = V head (attn_kv {n_embd, head}, attn_kv_a_norm {head}), the grouped low-rank
+    output (attn_output_a {n_head x head / o_groups, o_groups x o_lora}: the checkpoint's 2-D wo_a, which the loader
+    reshapes to {.., o_lora, o_groups} (TENSOR_ALLOW_RESHAPE); attn_output_b {o_groups x o_lora, n_embd}),
+    the hyper-connection mixers (hc_attn_* / hc_ffn_*: fn {hc x n_embd, (2 + hc) x hc}, base {(2 + hc) x hc}, scale
+    {3}), the KV compressor of a ratio-4 / ratio-128 layer (attn_compressor_kv / _gate {n_embd, coff x head} with coff
+    2 for ratio 4 (overlapping windows) else 1, _ape {coff x head, ratio}, _norm {head}) and, on ratio-4 layers, the
+    lightning indexer (indexer.proj {n_embd, idx_heads}, indexer.attn_q_b {q_lora, idx_heads x idx_dim}, its
+    compressor {n_embd, 2 idx_dim} x 2, ape {2 idx_dim, 4}, norm {idx_dim}); the MoE block: router ffn_gate_inp, a
+    token-id -> expert-id table ffn_gate_tid2eid {top_k, n_vocab} (I32) on the first hash_layers layers and the router
+    bias exp_probs_b {n_expert} on the others, ffn_norm, routed experts and one shared expert of n_ff_exp x
+    n_shared. Output: output_hc_fn {hc x n_embd, hc}, output_hc_base {hc}, output_hc_scale {1}."""
+    H, L, nh, hd, V, E = key.hidden_size, key.num_layers, key.num_attention_heads, key.head_dim, key.vocab_size, \
+        key.num_experts
+    q_lora, ff_exp, hc = key.q_lora_rank, key.moe_intermediate_size, key.hyper_connections
+    hc_dim, hc_mix = hc * H, (2 + hc) * hc
+    idx_h, idx_d = key.indexer_heads, key.indexer_head_dim
+    out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
+    pattern = key.compress_pattern or "W" * L
+    for i in range(L):
+        b = f"blk.{i}."
+        t: list[tuple] = [
+            (b + "attn_norm.weight", (H,)), (b + "attn_sinks.weight", (nh,)),
+            (b + "attn_q_a.weight", (H, q_lora)), (b + "attn_q_a_norm.weight", (q_lora,)),
+            (b + "attn_q_b.weight", (q_lora, nh * hd)), (b + "attn_kv.weight", (H, hd)),
+            (b + "attn_kv_a_norm.weight", (hd,)),
+            (b + "attn_output_a.weight", (nh * hd // key.o_groups, key.o_groups * key.o_lora_rank)),
+            (b + "attn_output_b.weight", (key.o_groups * key.o_lora_rank, H))]
+        for part in ("attn", "ffn"):
+            t += [(b + f"hc_{part}_fn.weight", (hc_dim, hc_mix)), (b + f"hc_{part}_base.weight", (hc_mix,)),
+                  (b + f"hc_{part}_scale.weight", (3,))]
+        kind = pattern[i]
+        if kind != "W":
+            ratio, coff = (4, 2) if kind == "C" else (128, 1)
+            t += [(b + "attn_compressor_kv.weight", (H, coff * hd)), (b + "attn_compressor_gate.weight", (H, coff * hd)),
+                  (b + "attn_compressor_ape.weight", (coff * hd, ratio)), (b + "attn_compressor_norm.weight", (hd,))]
+            if kind == "C":
+                t += [(b + "indexer.proj.weight", (H, idx_h)), (b + "indexer.attn_q_b.weight", (q_lora, idx_h * idx_d)),
+                      (b + "indexer_compressor_kv.weight", (H, 2 * idx_d)),
+                      (b + "indexer_compressor_gate.weight", (H, 2 * idx_d)),
+                      (b + "indexer_compressor_ape.weight", (2 * idx_d, ratio)),
+                      (b + "indexer_compressor_norm.weight", (idx_d,))]
+        t += [(b + "ffn_gate_inp.weight", (H, E))]
+        t += [(b + "ffn_gate_tid2eid.weight", (key.num_experts_per_tok, V))] if i < key.hash_layers \
+            else [(b + "exp_probs_b.bias", (E,))]
+        t += [(b + "ffn_norm.weight", (H,)),
+              (b + "ffn_gate_exps.weight", (H, ff_exp, E), E), (b + "ffn_down_exps.weight", (ff_exp, H, E), E),
+              (b + "ffn_up_exps.weight", (H, ff_exp, E), E)]
+        sh = ff_exp * max(key.num_shared_experts, 0)
+        if sh:
+            t += [(b + "ffn_gate_shexp.weight", (H, sh)), (b + "ffn_down_shexp.weight", (sh, H)),
+                  (b + "ffn_up_shexp.weight", (H, sh))]
+        out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
+    out += [("output_norm.weight", (H,), -1, 1), ("output.weight", (H, V), -1, 1),
+            ("output_hc_fn.weight", (hc_dim, hc), -1, 1), ("output_hc_base.weight", (hc,), -1, 1),
+            ("output_hc_scale.weight", (1,), -1, 1)]
     return tuple(out)
 
 

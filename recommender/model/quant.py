@@ -165,6 +165,7 @@ def get_quant(name: str) -> QuantSpec:
 QK4_0 = 32  # ggml-common.h #define QK4_0 32 (also QK4_1, QK5_0, QK5_1, QK8_0)
 QK_K = 256  # ggml-common.h #define QK_K 256 (k-quant super-block)
 F32_BYTES = 4
+INT32_BYTES_GGML = 4  # GGML_TYPE_I32 (DeepSeek-V4's token-id -> expert-id table)
 F16_BYTES = 2
 BF16_BYTES = 2
 Q4_0_BLOCK_BYTES = 18  # block_q4_0: fp16 d + 32/2 nibbles
@@ -189,7 +190,7 @@ IQ4_XS_BLOCK_BYTES = 136  # block_iq4_xs: fp16 d + uint16 scales_h + 256/64 scal
 MXFP4_BLOCK_BYTES = 17  # block_mxfp4: uint8 e (E8M0 scale) + 32/2 nibbles (QK_MXFP4 32)
 
 GGML_BLOCK: dict[str, tuple[int, int]] = {
-    "F32": (1, F32_BYTES), "F16": (1, F16_BYTES), "BF16": (1, BF16_BYTES),
+    "F32": (1, F32_BYTES), "F16": (1, F16_BYTES), "BF16": (1, BF16_BYTES), "I32": (1, INT32_BYTES_GGML),
     "Q4_0": (QK4_0, Q4_0_BLOCK_BYTES), "Q4_1": (QK4_0, Q4_1_BLOCK_BYTES),
     "Q5_0": (QK4_0, Q5_0_BLOCK_BYTES), "Q5_1": (QK4_0, Q5_1_BLOCK_BYTES), "Q8_0": (QK4_0, Q8_0_BLOCK_BYTES),
     "Q2_K": (QK_K, Q2_K_BLOCK_BYTES), "Q3_K": (QK_K, Q3_K_BLOCK_BYTES),
@@ -444,8 +445,9 @@ def gguf_tensor_type(name: str, shape: tuple[int, ...], layer: int, ftype: str, 
     """
     if not _allows_quantization(name, shape):
         # not quantized: stays as convert_hf_to_gguf.py wrote it. 1-D tensors are F32 (its n_dims <= 1 rule) and
-        # the router ffn_gate_inp is forced to F32 (MODEL_TENSOR.FFN_GATE_INP in its F32 list).
-        return "F32"
+        # the router ffn_gate_inp is forced to F32 (MODEL_TENSOR.FFN_GATE_INP in its F32 list); DeepSeek-V4's hash
+        # routing table is I32 (conversion/deepseek.py _write_hash_routing_tensors: to(torch.int32)).
+        return "I32" if "ffn_gate_tid2eid" in name else "F32"
     default = FTYPE_DEFAULT_TYPE[ftype]
     if default in ("F16", "BF16"):
         return default  # ggml_is_quantized(default_type) is false: no per-tensor rules
@@ -553,8 +555,18 @@ def gguf_tensor_types(spec: ModelSpec, quant: str,
 # them in MXFP4 (the published gpt-oss-20b Q8_0 and MXFP4 files differ by 1,312 bytes). Requantizing them to another
 # type from MXFP4 is what llama-quantize would do for the other ftypes; the published files of those types use
 # their own recipes, so the catalog offers only these four for such models.
-MXFP4_NATIVE_ARCHS = frozenset({"gpt-oss"})
+# DeepSeek-V4 the same: conversion/deepseek.py DeepseekV4Model._write_mxfp4_expert_tensor repacks the checkpoint's
+# FP4 routed experts to MXFP4 for every output type (prepare_tensors sets MOSTLY_MXFP4_MOE).
+MXFP4_NATIVE_ARCHS = frozenset({"gpt-oss", "deepseek4"})
 MXFP4_NATIVE_QUANTS = ("MXFP4", "Q8_0", "F16", "BF16")
+
+
+# Architectures sized for llama.cpp only: DeepSeek-V4's compressed KV caches are modelled from llama.cpp's own
+# (src/llama-kv-cache-dsv4.cpp); vLLM's, SGLang's and transformers' caches for it, and its native FP8 + FP4-expert
+# checkpoint layout on them, are not, so the catalog offers only GGUF quantizations, which no other engine here runs
+# (the converter's Q8_0 / MXFP4 file keeps the experts in MXFP4; the other ftypes are llama-quantize's requantization
+# of that file, sized by its per-tensor rules). A per-engine refusal, not a plan.
+LLAMA_CPP_ONLY_ARCHS = frozenset({"deepseek4"})
 
 
 def _mxfp4_native(key) -> bool:
@@ -564,6 +576,8 @@ def _mxfp4_native(key) -> bool:
 def quants_for(spec: ModelSpec) -> tuple[str, ...]:
     """The catalog quantizations one model is sized in (all of them, except the restriction above)."""
     key = arch_key(spec)
+    if key.gguf_arch in LLAMA_CPP_ONLY_ARCHS:
+        return tuple(q for q in CATALOG_QUANTS if QUANTS[q].family == "gguf")
     if _mxfp4_native(key):
         return tuple(q for q in CATALOG_QUANTS if q in MXFP4_NATIVE_QUANTS or QUANTS[q].family != "gguf")
     if not key.num_experts:

@@ -26,7 +26,7 @@ from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic,
     prefill_flops_parts, recurrent_state_bytes, round_up)
 from recommender.predict.engines import rules_for
 from recommender.predict.engines.llama_cpp import (  # noqa: F401  (llama.cpp's terms, named here for their callers)
-    family_speed, llama_cpp_batch_columns_ms, llama_cpp_compute_buffer, llama_cpp_flash_attn, llama_cpp_latency_terms,
+    dsv4_kv_elements, family_speed, llama_cpp_batch_columns_ms, llama_cpp_compute_buffer, llama_cpp_flash_attn, llama_cpp_latency_terms,
     mmq_rate, moe_llama_cpp_terms, prefill_peak, speed_family)
 
 
@@ -168,8 +168,21 @@ def _split_kv_elements(spec: ModelSpec) -> tuple[int, int]:
             2 * spec.num_kv_heads * spec.head_dim)
 
 
+def _dsv4_engine(spec: ModelSpec, engine: str) -> None:
+    if engine != "llama.cpp":
+        raise ValueError(f"{spec.id}: DeepSeek-V4's compressed caches are modelled for llama.cpp only, not {engine}")
+
+
 @per_record
 def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
+    if spec.compress_pattern:
+        # DeepSeek-V4: the growth of its compressed caches per token (1/4 of a head_dim + indexer row on each CSA
+        # layer, 1/128 of a head_dim row on each HCA layer); the sliding-window part does not grow
+        _dsv4_engine(spec, engine)
+        pat = spec.compress_pattern
+        head = spec.head_dim * max(spec.num_kv_heads, 1)
+        per = pat.count("C") * (head + spec.indexer_head_dim) / 4 + pat.count("H") * head / 128
+        return int(round(per * C.KV_DTYPE_BYTES[kv_dtype]))
     if spec.full_head_dim:
         full_el, swa_el = _split_kv_elements(spec)
         full_layers = attention_layers(spec) - spec.num_swa_layers
@@ -182,6 +195,10 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
 def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str = "llama.cpp",
                    kv_dtype: str = "f16") -> int:
     """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
+    if spec.compress_pattern:
+        _dsv4_engine(spec, engine)
+        return int(round(dsv4_kv_elements(spec, context_tokens) * C.KV_DTYPE_BYTES[kv_dtype] * batch)) \
+            + recurrent_state_bytes(spec, batch)
     per_layer_token = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
     ctx, swa_tokens = rules_for(engine).kv_cache_tokens(spec, context_tokens)  # the engine's padding
     full_layers = attention_layers(spec) - spec.num_swa_layers

@@ -87,6 +87,8 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     mamba_num_heads x mamba_head_dim (the spec's linear_* fields), checked against llama.cpp's RS buffer in
     tests/probes/test_synthetic.py.
     """
+    if spec.compress_pattern:
+        return dsv4_state_bytes(spec, batch)
     n = spec.num_linear_attn_layers
     if not n:
         return 0
@@ -98,6 +100,23 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)
     state = d_state * d_inner
     return n * (conv + state) * RECURRENT_STATE_BYTES * batch
+
+
+# DeepSeek-V4 compression ratios (src/llama-kv-cache-dsv4.h DSV4_CSA_RATIO / DSV4_HCA_RATIO) by pattern letter
+DSV4_RATIO = {"C": 4, "H": 128}
+
+
+def dsv4_state_bytes(spec: ModelSpec, batch: int) -> int:
+    """DeepSeek-V4's compressor states, fixed per sequence (src/llama-kv-cache-dsv4.cpp llama_dsv4_comp_state: per
+    layer a kv and a score tensor, F32, n_embd_state x state_size per stream): CSA layers (ratio 4, overlapping
+    windows) 2 x head_dim wide x 2 x 4 rows, HCA layers (ratio 128) head_dim x 128 rows, and the lightning indexer's
+    on the CSA layers 2 x indexer_head_dim x 8 rows; one stream per sequence (n_rs_seq = 0: no speculative rollback
+    planes)."""
+    pat = spec.compress_pattern or ""
+    n_csa, n_hca = pat.count("C"), pat.count("H")
+    per_seq = 2 * (n_csa * 2 * spec.head_dim * 2 * DSV4_RATIO["C"] + n_hca * spec.head_dim * DSV4_RATIO["H"]
+                   + n_csa * 2 * spec.indexer_head_dim * 2 * DSV4_RATIO["C"])
+    return per_seq * RECURRENT_STATE_BYTES * batch
 
 
 def moe_layers(spec: ModelSpec) -> int:
@@ -156,6 +175,8 @@ def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tupl
     pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
                                                                                             spec.sliding_window)
     attn = 4.0 * _heads_dim(spec) * pairs
+    if spec.compress_pattern:
+        attn += _dsv4_attention_flops(spec, prompt_tokens, prefill=True)
     return batch * (2.0 * matmul * prompt_tokens + 2.0 * spec.vocab_size * spec.hidden_size), batch * attn
 
 
@@ -171,7 +192,28 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
     matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
     full = attention_layers(spec) - spec.num_swa_layers
     keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
-    return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys)
+    extra = _dsv4_attention_flops(spec, context_tokens, prefill=False) if spec.compress_pattern else 0.0
+    return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys + extra)
+
+
+def _dsv4_attention_flops(spec: ModelSpec, tokens: int, prefill: bool) -> float:
+    """DeepSeek-V4's attention beyond the sliding window (counted above), per the layout of
+    src/models/deepseek4.cpp: a CSA layer (ratio 4) attends its indexer's top-k (index_topk) of the n/4 compressed
+    keys and its indexer scores all of them (index_n_heads x index_head_dim per key: 2 FLOPs each); an HCA layer
+    (ratio 128) attends all n/128 compressed keys. For a query at position n; a prefill sums over n = 1..tokens
+    (closed forms of the sums of min(n/4, k), n/4 and n/128). 4 FLOPs x heads x head_dim per attended key, as above."""
+    pat = spec.compress_pattern or ""
+    n_csa, n_hca = pat.count("C"), pat.count("H")
+    k = spec.indexer_top_k or tokens
+    r_csa, r_hca = DSV4_RATIO["C"], DSV4_RATIO["H"]
+    if prefill:
+        p = float(tokens)
+        csa_keys = p * p / (2 * r_csa) if p <= r_csa * k else k * p - r_csa * k * k / 2
+        scored, hca_keys = p * p / (2 * r_csa), p * p / (2 * r_hca)
+    else:
+        csa_keys, scored, hca_keys = min(tokens / r_csa, k), tokens / r_csa, tokens / r_hca
+    return (4.0 * _heads_dim(spec) * (n_csa * csa_keys + n_hca * hca_keys)
+            + 2.0 * spec.indexer_heads * spec.indexer_head_dim * n_csa * scored)
 
 
 def mlp_width(spec: ModelSpec) -> int:

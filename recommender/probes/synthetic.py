@@ -118,7 +118,8 @@ def random_blocks(ggml_type: str, n_blocks: int, rng, std: float = WEIGHT_STD):
 
     Layouts (ggml-common.h): Q4_0 {d f16, qs[16]}; Q4_1 {d, m f16, qs[16]}; Q5_0 {d f16, qh[4], qs[16]};
     Q5_1 {d, m f16, qh[4], qs[16]}; Q8_0 {d f16, qs[32] int8}; Q4_K {d, dmin f16, scales[12], qs[128]};
-    Q5_K {d, dmin f16, scales[12], qh[32], qs[128]}; Q6_K {ql[128], qh[64], scales[16] int8, d f16}.
+    Q5_K {d, dmin f16, scales[12], qh[32], qs[128]}; Q6_K {ql[128], qh[64], scales[16] int8, d f16}; MXFP4 {e E8M0,
+    qs[16]} (the routed experts of a native-MXFP4 layout: gpt-oss, DeepSeek-V4).
     Quant bits are uniform random; scales are small finite f16 values and the offsets (m, dmin * min) cancel the
     mean of the unsigned quants, so dequantized values have mean ~0 and standard deviation ~``std``.
     F32 / F16 / BF16: normal(0, std) elements (``n_blocks`` elements).
@@ -174,6 +175,9 @@ def random_blocks(ggml_type: str, n_blocks: int, rng, std: float = WEIGHT_STD):
         sc_rms = float(np.sqrt(np.mean(np.arange(4, 16) ** 2)))
         d = _jitter(rng, n, std / (sc_rms * uni6))
         out = fields(u8(128), u8(64), scales, _f16(d))
+    elif ggml_type == "MXFP4":  # block_mxfp4 {e E8M0 scale, qs[16]}: y = 2^(e - 127) x kvalues_mxfp4[q] (|kv| <= 6)
+        e = rng.integers(117, 121, size=(n, 1)).astype(np.uint8)  # 2^-10 .. 2^-7: |y| at most ~0.05
+        out = fields(e, u8(16))
     else:
         raise ValueError(f"no random block generator for ggml type {ggml_type}")
     out = np.ascontiguousarray(out).reshape(-1)
@@ -280,8 +284,9 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_head_count_kv(spec.num_kv_heads)
         w.add_key_length(hd)
         w.add_value_length(hd)
-        # Qwen3-Next / Qwen3.5 partial_rotary_factor 0.25
-        w.add_rope_dimension_count(hd // 4 if arch in ("qwen3next", "qwen35", "qwen35moe") else hd)
+        # Qwen3-Next / Qwen3.5 partial_rotary_factor 0.25; DeepSeek-V4's rotary part: _add_deepseek4_metadata
+        if arch != "deepseek4":
+            w.add_rope_dimension_count(hd // 4 if arch in ("qwen3next", "qwen35", "qwen35moe") else hd)
     w.add_layer_norm_rms_eps(_RMS_EPS.get(arch, 1e-6))
     w.add_rope_freq_base(_ROPE_FREQ_BASE.get(arch, 10_000.0))
     if spec.num_experts:
@@ -304,6 +309,8 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
                 w.add_expert_shared_count(0)  # required by llama.cpp's deepseek2 loader
             w.add_expert_weights_scale(1.0)
             w.add_leading_dense_block_count(spec.first_k_dense_layers)
+    if arch == "deepseek4":
+        _add_deepseek4_metadata(w, spec, arch)
     if nemotron:
         # conversion/mamba.py Mamba2Model / granite.py GraniteHybridModel.set_gguf_parameters
         w.add_ssm_conv_kernel(spec.linear_conv_kernel)
@@ -341,6 +348,43 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         # src/models/olmo2.cpp load_swa_pattern(ml, 4): three windowed layers, then one full)
         w.add_sliding_window(spec.sliding_window)
         w.add_sliding_window_pattern(_swa_pattern(spec, 4))
+
+
+def _add_deepseek4_metadata(w, spec: ModelSpec, arch: str) -> None:
+    """The keys conversion/deepseek.py DeepseekV4Model.set_gguf_parameters writes and src/models/deepseek4.cpp
+    load_arch_hparams reads (the generic ones -- heads, key / value length, experts -- are written above), by their
+    names in the vendored gguf-py constants.py (written as plain keys: the installed gguf package may predate them).
+    The ratios, groups, ranks and counts are the spec's; the others get the published DeepSeek-V4-Flash config.json's
+    values (sources/configs/deepseek-ai__DeepSeek-V4-Flash.json: swiglu_limit 10, routed_scaling_factor 1.5,
+    norm_topk_prob, index_topk 512, compress_rope_theta 160000, hc_sinkhorn_iters 20, hc_eps 1e-6); they change no
+    tensor shape and no cache size."""
+    ratio = {"W": 0, "C": 4, "H": 128}
+    n = spec.num_layers
+    u32, f32 = w.add_uint32, w.add_float32
+    u32(f"{arch}.rope.dimension_count", spec.qk_rope_head_dim)
+    u32(f"{arch}.attention.q_lora_rank", spec.q_lora_rank)
+    u32(f"{arch}.attention.sliding_window", spec.sliding_window or 128)
+    f32(f"{arch}.expert_weights_scale", 1.5)
+    w.add_bool(f"{arch}.expert_weights_norm", True)
+    u32(f"{arch}.expert_gating_func", DSV4_GATING_SQRTSOFTPLUS)
+    w.add_array(f"{arch}.swiglu_clamp_exp", [10.0] * n)
+    w.add_array(f"{arch}.swiglu_clamp_shexp", [10.0] * n)
+    u32(f"{arch}.attention.indexer.head_count", spec.indexer_heads)
+    u32(f"{arch}.attention.indexer.key_length", spec.indexer_head_dim)
+    u32(f"{arch}.attention.indexer.top_k", 512)
+    u32(f"{arch}.attention.output_group_count", spec.o_groups)
+    u32(f"{arch}.attention.output_lora_rank", spec.o_lora_rank)
+    w.add_array(f"{arch}.attention.compress_ratios", [ratio[c] for c in spec.compress_pattern or ""])
+    f32(f"{arch}.attention.compress_rope_freq_base", 160_000.0)
+    u32(f"{arch}.hyper_connection.count", spec.hyper_connections)
+    u32(f"{arch}.hyper_connection.sinkhorn_iterations", 20)
+    f32(f"{arch}.hyper_connection.epsilon", 1e-6)
+    u32(f"{arch}.hash_layer_count", spec.hash_layers)
+    u32(f"{arch}.embedding_length_out", spec.hidden_size * spec.hyper_connections)
+
+
+# gguf-py constants.py ExpertGatingFuncType.SQRTSOFTPLUS (LLAMA_EXPERT_GATING_FUNC_TYPE_SQRT_SOFTPLUS)
+DSV4_GATING_SQRTSOFTPLUS = 4
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -493,6 +537,9 @@ def build_synthetic_gguf(spec: ModelSpec, quant: str, out_path: Path, *, seed: i
             if len(shape) == 1:
                 assert ggml_type == "F32", (name, ggml_type)
                 fout.write(_one_d_tensor(name, shape[0], rng).tobytes())
+            elif ggml_type == "I32":
+                # DeepSeek-V4's token-id -> expert-id table: valid expert ids (random ones would index past the experts)
+                fout.write(rng.integers(0, max(spec.num_experts, 1), size=nbytes // 4, dtype=np.int32).tobytes())
             else:
                 pools.write(fout, ggml_type, nbytes)
         fout.write(b"\0" * ((-fout.tell()) % ALIGNMENT))

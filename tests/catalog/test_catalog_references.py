@@ -222,6 +222,10 @@ SHARED_SHAPE_CARDS = {
     "Qwen/Qwen3.5-9B-Base": (None, 32, 16, 4, None),
     # Qwen3-Coder-Next: mlx-community/Qwen3-Coder-Next-nvfp4's config (48 layers, 16 q / 2 kv heads, untied)
     "Qwen/Qwen3-Coder-Next": (None, 48, 16, 2, False),
+    # DeepSeek-V4 -Base (rows of the cat22a batch): the card's totals, 284B and 1.6T (framia.pro's copy of the card;
+    # PrimeIntellect/DeepSeek-V4-Flash-Base-bf16's HF page counts 284B params)
+    "deepseek-ai/DeepSeek-V4-Flash-Base": (284 * B, None, None, None, None),
+    "deepseek-ai/DeepSeek-V4-Pro-Base": (1600 * B, None, None, None, None),
 }
 
 

@@ -101,7 +101,8 @@ def test_every_catalog_config_parses_or_is_refused_with_a_reason():
                   "baidu/ERNIE-4.5-21B-A3B-Thinking", "mistralai/Voxtral-Mini-3B-2507",
                   "Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.6-35B-A3B",
                   "nvidia/Nemotron-H-56B-Base-8K", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
-                  "LiquidAI/LFM2.5-VL-1.6B", "MiniMaxAI/MiniMax-M2.5", "zai-org/GLM-4.7-Flash"):
+                  "LiquidAI/LFM2.5-VL-1.6B", "MiniMaxAI/MiniMax-M2.5", "zai-org/GLM-4.7-Flash",
+                  "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"):
         assert model not in refused, model
 
 
@@ -532,3 +533,45 @@ def _n(shape: tuple) -> int:
     for d in shape:
         n *= d
     return n
+
+
+def test_deepseek_v4_published_counts_and_layout():
+    """DeepSeek-V4 model card / tech report (quoted at featherless.ai/models/deepseek-ai/DeepSeek-V4-Flash and
+    news.triggerhive.com/entry/2026-04-25/ai-ainews-deepseek-v4-pro-16t-a49b-and-flash-284b-a13b-base-and, search
+    pages corpus): Flash 284B total / 13B activated, Pro 1.6T / 49B. The GGUF the converter writes has no MTP block
+    (conversion/deepseek.py: it goes to a separate mtp-*.gguf), so these totals are the trunk's."""
+    f, p = spec("deepseek-ai/DeepSeek-V4-Flash"), spec("deepseek-ai/DeepSeek-V4-Pro")
+    def activated(s):  # the card's activated count leaves out the input embedding (a gather), as DeepSeek-V3's does
+        return s.params_active - s.vocab_size * s.hidden_size
+
+    assert f.params_total == pytest.approx(284e9, rel=0.005) and activated(f) == pytest.approx(13e9, rel=0.03)
+    assert p.params_total == pytest.approx(1.6e12, rel=0.02) and activated(p) == pytest.approx(49e9, rel=0.01)
+    assert (f.compress_pattern.count("W"), f.compress_pattern.count("C"), f.compress_pattern.count("H")) == (2, 21, 20)
+    assert not f.is_mla and (f.num_kv_heads, f.head_dim, f.sliding_window, f.nextn_layers) == (1, 512, 128, 0)
+    sh = shapes(f)
+    # src/models/deepseek4.cpp shapes: one K = V head, grouped output LoRA, hyper-connection mixers, per-ratio compressor
+    assert sh["blk.0.attn_kv.weight"] == (4096, 512) and sh["blk.0.attn_q_b.weight"] == (1024, 64 * 512)
+    assert sh["blk.0.attn_output_a.weight"] == (64 * 512 // 8, 8 * 1024) and sh["blk.0.attn_output_b.weight"] == (8192, 4096)
+    assert sh["blk.0.hc_attn_fn.weight"] == (4 * 4096, 6 * 4) and sh["output_hc_fn.weight"] == (4 * 4096, 4)
+    assert "blk.0.attn_compressor_kv.weight" not in sh and sh["blk.2.attn_compressor_kv.weight"] == (4096, 2 * 512)
+    assert sh["blk.2.indexer.attn_q_b.weight"] == (1024, 64 * 128) and sh["blk.3.attn_compressor_ape.weight"] == (512, 128)
+    assert "blk.3.indexer.proj.weight" not in sh
+    assert sh["blk.2.ffn_gate_tid2eid.weight"] == (6, 129280) and "blk.2.exp_probs_b.bias" not in sh
+    assert sh["blk.3.exp_probs_b.bias"] == (256,) and "blk.43.attn_kv.weight" not in sh
+
+
+def test_deepseek_v4_kv_cache_matches_the_published_figure():
+    """The tech report's KV cache at 1M tokens: 9.62 GiB per sequence in bf16 for V4-Pro (same AINews summary as
+    above). llama.cpp keeps the same compressed rows (1/4 of a 512-wide K row + a 128-wide indexer key on the 30 CSA
+    layers, 1/128 on the 31 HCA layers) plus its sliding window of n_swa + n_ubatch padded to 256 (768 cells, not 128)
+    on every layer: 61 x 640 x 512 x 2 B = 0.037 GiB more; the compressor states are fixed and small."""
+    from recommender.predict.analytical import kv_cache_bytes  # noqa: PLC0415
+    from recommender.predict.counts import recurrent_state_bytes  # noqa: PLC0415
+
+    p = spec("deepseek-ai/DeepSeek-V4-Pro")
+    cache = kv_cache_bytes(p, 1 << 20, 1, "llama.cpp", "f16") - recurrent_state_bytes(p, 1)
+    extra_window = 61 * (768 - 128) * 512 * 2
+    assert (cache - extra_window) / 2**30 == pytest.approx(9.62, abs=0.01)
+    assert recurrent_state_bytes(p, 1) < 64 * 2**20
+    with pytest.raises(ValueError, match="llama.cpp only"):
+        kv_cache_bytes(p, 4096, 1, "vllm", "bf16")

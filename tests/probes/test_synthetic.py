@@ -524,3 +524,28 @@ def test_lfm2_cut_keeps_kv_only_in_attention_layers(tmp_path, capfd):
     assert state == 3 * 2 * 256 * 4 and got["n_kv"] and got["n_rs"], got
     assert abs(got["kv"] - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 0.01 * 2**20, got
     assert abs(got["rs"] - state) <= 0.01 * 2**20, got
+
+
+def test_deepseek_v4_cut_caches_are_llama_cpps(tmp_path, capfd):
+    """A 5-layer DeepSeek-V4 cut (window-only, CSA, HCA, CSA, HCA layers): llama.cpp (deepseek4) loads the synthetic
+    file and makes the caches recommender.predict sizes -- the sliding-window raw cache on every layer (n_swa 128 +
+    n_ubatch padded to 256 cells), the 4x compressed cache and the indexer keys on the CSA layers, the 128x one on
+    the HCA layers, and the F32 compressor states -- to the byte at llama.cpp's printed precision (2-decimal MiB)."""
+    import re  # noqa: PLC0415
+
+    from recommender.predict.analytical import kv_cache_bytes, recurrent_state_bytes  # noqa: PLC0415
+
+    spec = shrunk("deepseek-ai__DeepSeek-V4-Flash", layers=5, experts=8, num_key_value_heads=1, head_dim=128,
+                  qk_rope_head_dim=64, q_lora_rank=128, o_lora_rank=64, o_groups=2, index_n_heads=4,
+                  index_head_dim=64, num_hash_layers=1, compress_ratios=[0, 4, 128, 4, 128, 0])
+    assert gguf_arch(spec) == "deepseek4" and spec.compress_pattern == "WCHCH"
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "dsv4.gguf")
+    check_file(path, spec, "Q8_0")
+    n_ctx = 4096
+    log = llama_cpp_log(path, n_ctx, capfd, swa_full=False)  # llama.cpp's own default, the one the estimate models
+    kv = sum(float(x) for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    st = sum(float(x) for x in re.findall(r"DSV4 \w+ state buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    state = recurrent_state_bytes(spec, 1)
+    assert "creating DSV4 CSA compressed KV cache" in log, log[-2000:]
+    assert abs(kv - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 4 * 0.005 * 2**20  # four caches, each rounded
+    assert abs(st - state) <= 3 * 0.005 * 2**20

@@ -10,7 +10,7 @@ from typing import Optional
 from recommender.core.records import HardwareProfile, ModelSpec
 from recommender.predict import constants as C
 from recommender.predict.constants import MIB, Const
-from recommender.predict.counts import decode_flops, moe_layers, per_record, round_up
+from recommender.predict.counts import DSV4_RATIO, decode_flops, moe_layers, per_record, round_up
 from recommender.predict.engines.base import EngineRules
 
 # llama.cpp: physical micro-batch used for prompt processing (n_ubatch default 512, common/common.h) and the
@@ -288,6 +288,22 @@ def llama_cpp_compute_buffer(spec: ModelSpec, context_tokens: int, flash_attn: b
             f"max(logits, KQ = n_kv {n_kv} x n_ubatch x n_head x 4 B) + n_embd x n_ubatch x 4 B (no flash attention)")
 
 
+
+
+def dsv4_kv_elements(spec: ModelSpec, context_tokens: int) -> int:
+    """K elements of DeepSeek-V4's caches for one sequence (src/llama-kv-cache-dsv4.cpp llama_kv_cache_dsv4; K only:
+    dsv4_make_k_only gives every cache MLA-style K-only storage): the raw cache is a sliding-window cache over every
+    layer (set_swa_pattern(0)) of GGML_PAD(min(n_ctx, n_swa + n_ubatch), 256) cells x head_dim; the CSA cache on the
+    ratio-4 layers and the HCA cache on the ratio-128 layers GGML_PAD(ceil(n_ctx / ratio), 256) cells x head_dim; the
+    lightning-indexer cache on the ratio-4 layers the CSA cell count x indexer_head_dim."""
+    pad = int(LLAMA_CPP_CTX_PAD.value)
+    ctx = round_up(context_tokens, pad)
+    window = min(ctx, round_up(min(ctx, (spec.sliding_window or ctx) + int(LLAMA_CPP_N_UBATCH.value)), pad))
+    pat = spec.compress_pattern or ""
+    cells = {k: round_up(max(1, -(-ctx // r)), pad) for k, r in DSV4_RATIO.items()}
+    head = spec.head_dim * max(spec.num_kv_heads, 1)
+    return (len(pat) * window * head + pat.count("C") * cells["C"] * (head + spec.indexer_head_dim)
+            + pat.count("H") * cells["H"] * head)
 
 
 def llama_cpp_prefill_chunks(tokens: int) -> int:
