@@ -78,7 +78,7 @@ ROUND4 = {"h200-long-context-kv-3.csv", "h200-batched-decode-3.csv"}
 # round 5 (bench/h200_round5.sh, 2026-12-02): batched decode of four more MoE shapes, held out first
 ROUND5 = {"h200-batched-decode-4.csv"}
 # the tables the shipped calibration fits (OUT): every round's since cal-v3
-FITTED = (set(KV_TABLES) | {t for t, _ in BATCHED_TABLES}) - ROUND5
+FITTED = set(KV_TABLES) | {t for t, _ in BATCHED_TABLES}
 ROUND3_OUT = ROOT / "bench" / "results" / "h200-round3-rows.jsonl"  # round 3's rows alone (not loaded by the catalog)
 ROUND4_OUT = ROOT / "bench" / "results" / "h200-round4-rows.jsonl"  # round 4's rows, held out (not loaded by the catalog)
 ROUND5_OUT = ROOT / "bench" / "results" / "h200-round5-rows.jsonl"  # round 5's rows alone (not loaded by the catalog)
