@@ -17,6 +17,10 @@ h200-batched-decode-3.csv (1-64 sequences: Qwen2.5-14B, Llama-3.2-3B, Qwen3-30B-
 after cal-v3's features were chosen. Held out first (`--round4` writes them alone to bench/results/h200-round4-rows.jsonl;
 `bench/h200_heldout_errors.py` fits on every other row and predicts them: 4.0 % median, 17.3 % P90), then fitted.
 
+Round 5 (bench/h200_round5.sh, 2026-12-02) added h200-batched-decode-4.csv (1-64 sequences of four more MoE shapes:
+Qwen1.5-MoE-A2.7B-Chat, DeepSeek-V2-Lite, Qwen3.6-35B-A3B, Mixtral-8x7B-v0.1, all Q4_K_M). Held out first (`--round5`;
+cal-v3 on them: 15.1 % median, 56.5 % P90, bench/results/h200-round5-heldout.txt), then fitted (cal-v4).
+
 * a KV row's tg128 at depth d -> one decode row: prompt_tokens = d (the context llama-bench fills before it times
   128 generated tokens), output_tokens = 128, tpot_ms = 1000 / tg128 tok/s. No TTFT (pp512 at a depth is not a
   prompt of d tokens) and no peak memory (the sweep's peak covers all its depths).
