@@ -17,6 +17,10 @@ h200-batched-decode-3.csv (1-64 sequences: Qwen2.5-14B, Llama-3.2-3B, Qwen3-30B-
 after cal-v3's features were chosen. Held out first (`--round4` writes them alone to bench/results/h200-round4-rows.jsonl;
 `bench/h200_heldout_errors.py` fits on every other row and predicts them: 4.0 % median, 17.3 % P90), then fitted.
 
+Round 5 (bench/h200_round5.sh, 2026-12-02) added h200-batched-decode-4.csv (1-64 sequences of four more MoE shapes:
+Qwen1.5-MoE-A2.7B-Chat, DeepSeek-V2-Lite, Qwen3.6-35B-A3B, Mixtral-8x7B-v0.1, all Q4_K_M). Held out first (`--round5`;
+cal-v3 on them: 15.1 % median, 56.5 % P90, bench/results/h200-round5-heldout.txt), then fitted (cal-v4).
+
 * a KV row's tg128 at depth d -> one decode row: prompt_tokens = d (the context llama-bench fills before it times
   128 generated tokens), output_tokens = 128, tpot_ms = 1000 / tg128 tok/s. No TTFT (pp512 at a depth is not a
   prompt of d tokens) and no peak memory (the sweep's peak covers all its depths).
@@ -69,15 +73,19 @@ KV_TABLES = ("h200-long-context-kv.csv", "h200-long-context-kv-2.csv", "h200-arc
              "h200-long-context-kv-3.csv")
 BATCHED_TABLES = (("h200-batched-decode.csv", "2026-12-01T09:40:00Z"),  # README: taken 09:12-09:40 UTC
                   ("h200-batched-decode-2.csv", "2026-12-01T22:29:12Z"),  # bench/results/h200-round3-pipeline.txt
-                  ("h200-batched-decode-3.csv", "2026-12-02T01:36:18Z"))  # bench/results/h200-round4-pipeline.txt
+                  ("h200-batched-decode-3.csv", "2026-12-02T01:36:18Z"),  # bench/results/h200-round4-pipeline.txt
+                  ("h200-batched-decode-4.csv", "2026-12-02T07:04:55Z"))  # bench/results/h200-round5-pipeline.txt
 ROUND3 = {"h200-long-context-kv-2.csv", "h200-arch-kinds.csv", "h200-batched-decode-2.csv"}
 # round 4 (bench/h200_round4.sh, 2026-12-02): measured after cal-v3's features were chosen and checked held out
 # against the fit without them (docs/benchmarks.md), then fitted
 ROUND4 = {"h200-long-context-kv-3.csv", "h200-batched-decode-3.csv"}
+# round 5 (bench/h200_round5.sh, 2026-12-02): batched decode of four more MoE shapes, held out first
+ROUND5 = {"h200-batched-decode-4.csv"}
 # the tables the shipped calibration fits (OUT): every round's since cal-v3
 FITTED = set(KV_TABLES) | {t for t, _ in BATCHED_TABLES}
 ROUND3_OUT = ROOT / "bench" / "results" / "h200-round3-rows.jsonl"  # round 3's rows alone (not loaded by the catalog)
 ROUND4_OUT = ROOT / "bench" / "results" / "h200-round4-rows.jsonl"  # round 4's rows, held out (not loaded by the catalog)
+ROUND5_OUT = ROOT / "bench" / "results" / "h200-round5-rows.jsonl"  # round 5's rows alone (not loaded by the catalog)
 
 
 def rows(tables: set[str] | None = None) -> list[dict]:
@@ -129,7 +137,8 @@ def render(tables: set[str] | None = None) -> str:
 
 
 def main(argv: list[str]) -> int:
-    for flag, tables, out in (("--round3", ROUND3, ROUND3_OUT), ("--round4", ROUND4, ROUND4_OUT)):
+    for flag, tables, out in (("--round3", ROUND3, ROUND3_OUT), ("--round4", ROUND4, ROUND4_OUT),
+                              ("--round5", ROUND5, ROUND5_OUT)):
         if flag in argv:  # one round's rows alone (bench/h200_round3_errors.py reads the tables directly)
             text = render(tables)
             out.write_text(text, encoding="utf-8")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from h200_tables import LLAMA_COMMIT, GpuMem, jsonl, write_csv, ROOT  # noqa: E402
+from h200_tables_round4 import batched_rows  # noqa: E402
 
 RAW = ROOT / "bench" / "results"
 MEAS = ROOT / "sources" / "measurements"
@@ -97,31 +98,7 @@ def main() -> None:
     write_csv(MEAS / "h200-arch-kinds.csv", KV_COLS, tables["arch-kinds"])
     write_csv(MEAS / "h200-long-context-kv-2.csv", KV_COLS, tables["long-context-kv"])
 
-    out = []
-    btool = "llama-batched-bench (llama.cpp vendored in llama-cpp-python 0.3.36, " + LLAMA_COMMIT + "; CUDA sm_90)"
-    with (RAW / "h200-round3-batched.jsonl").open("w") as f:
-        for p in sorted(res.glob("batched-*.jsonl")):
-            tag = p.stem[len("batched-"):]
-            name = next(k for k in MODELS if tag.startswith(k + "-"))
-            quant = tag[len(name) + 1:]
-            e = events.get(f"batched-{tag}")
-            f.write(json.dumps({"_header": {"what": cmd(res / f"batched-{tag}.log") + f" (synthetic file, {WRITER})",
-                                            "measured_at_epoch_ms": e and e["start_ms"], "gpu": gpu,
-                                            "synthetic": True, "tool": btool, "made_by": MADE_BY}}) + "\n")
-            pk = peak(f"batched-{tag}")
-            for r in jsonl(p):
-                f.write(json.dumps({"item": tag, **r}) + "\n")
-                out.append({"model_id": MODELS[name], "quant": quant, "parallel_sequences": r["pl"],
-                            "prompt_tokens_each": r["pp"], "gen_tokens_each": r["tg"], "n_kv_tokens": r["n_kv"],
-                            "n_kv_max_tokens": r["n_kv_max"], "pp_seconds": r["t_pp"],
-                            "pp_tokens_per_s": round(r["speed_pp"], 2), "tg_seconds": r["t_tg"],
-                            "tg_tokens_per_s_all_sequences": round(r["speed_tg"], 2),
-                            "tg_tokens_per_s_per_sequence": round(r["speed_tg"] / r["pl"], 2),
-                            "total_seconds": r["t"], "total_tokens_per_s": round(r["speed"], 2),
-                            "flash_attn": r["flash_attn"], "is_pp_shared": r["is_pp_shared"],
-                            "n_gpu_layers": r["n_gpu_layers"], "n_threads": r["n_threads"], "n_batch": r["n_batch"],
-                            "n_ubatch": r["n_ubatch"], "peak_gpu_mem_over_idle_bytes_whole_run": pk, "tool": btool,
-                            "synthetic": True, "source": "bench/results/h200-round3-batched.jsonl"})
+    out = batched_rows(res, gpu, events, peak, MODELS, MADE_BY, "h200-round3-batched.jsonl")
     write_csv(MEAS / "h200-batched-decode-2.csv", BATCH_COLS, out)
 
     with (RAW / "h200-round3-pipeline.txt").open("w") as f:

@@ -46,6 +46,42 @@ def tool(r: dict) -> str:
             f"{r['build_commit']}, build {r['build_number']}; CUDA sm_90)")
 
 
+def cmd(log: Path) -> str | None:
+    m = re.search(r"^# cmd: (.*)$", log.read_text(errors="replace"), re.M) if log.exists() else None
+    return m.group(1) if m else None
+
+
+def batched_rows(res: Path, gpu: str, events: dict, peak, models: dict, made_by: str, raw_name: str) -> list[dict]:
+    """llama-batched-bench's lines of a run's res/ folder: written to bench/results/RAW_NAME (a _header line per
+    file), returned as h200-batched-decode CSV rows (BATCH_COLS)."""
+    out = []
+    btool = "llama-batched-bench (llama.cpp vendored in llama-cpp-python 0.3.36, " + LLAMA_COMMIT + "; CUDA sm_90)"
+    with (RAW / raw_name).open("w") as f:
+        for p in sorted(res.glob("batched-*.jsonl")):
+            tag = p.stem[len("batched-"):]
+            name = next(k for k in models if tag.startswith(k + "-"))
+            quant = tag[len(name) + 1:]
+            e = events.get(f"batched-{tag}")
+            f.write(json.dumps({"_header": {"what": cmd(res / f"batched-{tag}.log") + f" (synthetic file, {WRITER})",
+                                            "measured_at_epoch_ms": e and e["start_ms"], "gpu": gpu,
+                                            "synthetic": True, "tool": btool, "made_by": made_by}}) + "\n")
+            pk = peak(f"batched-{tag}")
+            for r in jsonl(p):
+                f.write(json.dumps({"item": tag, **r}) + "\n")
+                out.append({"model_id": models[name], "quant": quant, "parallel_sequences": r["pl"],
+                            "prompt_tokens_each": r["pp"], "gen_tokens_each": r["tg"], "n_kv_tokens": r["n_kv"],
+                            "n_kv_max_tokens": r["n_kv_max"], "pp_seconds": r["t_pp"],
+                            "pp_tokens_per_s": round(r["speed_pp"], 2), "tg_seconds": r["t_tg"],
+                            "tg_tokens_per_s_all_sequences": round(r["speed_tg"], 2),
+                            "tg_tokens_per_s_per_sequence": round(r["speed_tg"] / r["pl"], 2),
+                            "total_seconds": r["t"], "total_tokens_per_s": round(r["speed"], 2),
+                            "flash_attn": r["flash_attn"], "is_pp_shared": r["is_pp_shared"],
+                            "n_gpu_layers": r["n_gpu_layers"], "n_threads": r["n_threads"], "n_batch": r["n_batch"],
+                            "n_ubatch": r["n_ubatch"], "peak_gpu_mem_over_idle_bytes_whole_run": pk, "tool": btool,
+                            "synthetic": True, "source": f"bench/results/{raw_name}"})
+    return out
+
+
 def main() -> None:
     res = Path(sys.argv[1])
     gpu = (res / "gpu.txt").read_text().strip()
@@ -55,10 +91,6 @@ def main() -> None:
     def peak(item: str) -> int | None:
         e = events.get(item)
         return mem.peak_over_idle(e["start_ms"], e["end_ms"]) if e else None
-
-    def cmd(log: Path) -> str | None:
-        m = re.search(r"^# cmd: (.*)$", log.read_text(errors="replace"), re.M) if log.exists() else None
-        return m.group(1) if m else None
 
     groups = {"long-context-kv": "bench-kv-"}  # round 4 has no architecture sweep
     tables = {"long-context-kv": []}
@@ -97,31 +129,7 @@ def main() -> None:
                     "measured_at": r0["test_time"], "source": f"bench/results/h200-round4-{g}.jsonl"})
     write_csv(MEAS / "h200-long-context-kv-3.csv", KV_COLS, tables["long-context-kv"])
 
-    out = []
-    btool = "llama-batched-bench (llama.cpp vendored in llama-cpp-python 0.3.36, " + LLAMA_COMMIT + "; CUDA sm_90)"
-    with (RAW / "h200-round4-batched.jsonl").open("w") as f:
-        for p in sorted(res.glob("batched-*.jsonl")):
-            tag = p.stem[len("batched-"):]
-            name = next(k for k in MODELS if tag.startswith(k + "-"))
-            quant = tag[len(name) + 1:]
-            e = events.get(f"batched-{tag}")
-            f.write(json.dumps({"_header": {"what": cmd(res / f"batched-{tag}.log") + f" (synthetic file, {WRITER})",
-                                            "measured_at_epoch_ms": e and e["start_ms"], "gpu": gpu,
-                                            "synthetic": True, "tool": btool, "made_by": MADE_BY}}) + "\n")
-            pk = peak(f"batched-{tag}")
-            for r in jsonl(p):
-                f.write(json.dumps({"item": tag, **r}) + "\n")
-                out.append({"model_id": MODELS[name], "quant": quant, "parallel_sequences": r["pl"],
-                            "prompt_tokens_each": r["pp"], "gen_tokens_each": r["tg"], "n_kv_tokens": r["n_kv"],
-                            "n_kv_max_tokens": r["n_kv_max"], "pp_seconds": r["t_pp"],
-                            "pp_tokens_per_s": round(r["speed_pp"], 2), "tg_seconds": r["t_tg"],
-                            "tg_tokens_per_s_all_sequences": round(r["speed_tg"], 2),
-                            "tg_tokens_per_s_per_sequence": round(r["speed_tg"] / r["pl"], 2),
-                            "total_seconds": r["t"], "total_tokens_per_s": round(r["speed"], 2),
-                            "flash_attn": r["flash_attn"], "is_pp_shared": r["is_pp_shared"],
-                            "n_gpu_layers": r["n_gpu_layers"], "n_threads": r["n_threads"], "n_batch": r["n_batch"],
-                            "n_ubatch": r["n_ubatch"], "peak_gpu_mem_over_idle_bytes_whole_run": pk, "tool": btool,
-                            "synthetic": True, "source": "bench/results/h200-round4-batched.jsonl"})
+    out = batched_rows(res, gpu, events, peak, MODELS, MADE_BY, "h200-round4-batched.jsonl")
     write_csv(MEAS / "h200-batched-decode-3.csv", BATCH_COLS, out)
 
     with (RAW / "h200-round4-pipeline.txt").open("w") as f:

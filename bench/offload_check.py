@@ -4,7 +4,9 @@
 
 The rows: sources/measurements/h200-partial-offload.csv (raw: bench/results/h200-llamabench-offload.jsonl), llama-bench (llama.cpp of llama-cpp-python 0.3.36, CUDA sm_90)
 -fa 1 -p 512 -n 64 -r 2 -t 16 at four -ngl values on synthetic Qwen2.5-7B Q4_K_M (dense, 28 blocks) and Qwen3-30B-A3B
-Q4_K_M (MoE: 128 experts, 8 per token, 48 blocks); made by bench/h200_offload.sh on 2026-12-01. The host's numpy copy
+Q4_K_M (MoE: 128 experts, 8 per token, 48 blocks); made by bench/h200_offload.sh on 2026-12-01. Round 5 (bench/h200_round5.sh, 2026-12-02) added h200-partial-offload-2.csv: the same
+command on synthetic MoE Qwen1.5-MoE-A2.7B-Chat Q4_K_M (60 experts, 4 per token + 4 shared, 24 blocks: -ngl 25/18/12/6)
+and Mixtral-8x7B-v0.1 Q4_K_M (8 experts, 2 per token, 32 blocks: 33/24/16/8). The host's numpy copy
 bandwidth is in h200-offload-host-bandwidth.jsonl. Decode (tg64) is compared with the estimate's TPOT (a 1-token
 prompt, 64 tokens out), prefill (pp512) with its TTFT for a 512-token prompt. The estimate keeps its host-RAM
 assumption (HOST_MEMORY_BANDWIDTH: a dual-channel DDR5 desktop), not this server's.
@@ -26,13 +28,16 @@ from recommender.core.paths import SOURCES_DIR  # noqa: E402
 from recommender.hardware.profiles import find_profile, load_profiles  # noqa: E402
 from recommender.predict import constants as C  # noqa: E402
 from recommender.predict.analytical import memory  # noqa: E402
-from recommender.predict.reference import partial_offload_points  # noqa: E402
+from recommender.predict.reference import (PARTIAL_OFFLOAD_ROWS, PARTIAL_OFFLOAD_ROWS_ROUND5,  # noqa: E402
+                                           partial_offload_points)
 
 def rows() -> list[dict]:
     """One dict per (model, n_gpu_layers, test): measured ms (per token for tg, per prompt for pp), predicted ms."""
     specs = {m.id: m for m in load_models(SOURCES_DIR)}
     out = []
-    for p in partial_offload_points(specs, find_profile("H200 SXM", load_profiles())):
+    hw = find_profile("H200 SXM", load_profiles())
+    for p in (p for path in (PARTIAL_OFFLOAD_ROWS, PARTIAL_OFFLOAD_ROWS_ROUND5)
+              for p in partial_offload_points(specs, hw, path)):
         spec = specs[p.row["model_id"]]
         out.append({"model": spec.id, "moe": spec.is_moe, "n_gpu_layers": int(p.row["n_gpu_layers"]),
                     "blocks_on_host": p.blocks_on_host, "test": p.row["test"],

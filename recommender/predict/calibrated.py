@@ -13,16 +13,17 @@ from pydantic import Field
 from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
-from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes
-from recommender.predict.counts import attention_layers, block_layers, decode_flops
+from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes, variant_bytes
+from recommender.predict.counts import attention_layers, block_layers, decode_flops, moe_layers
 from recommender.predict.engines import rules_for
 
 # v2: TPOT features carry the quantized-KV and batched-column regimes; v3: the MoE layers' routing time (fixed, the
 # analytical constant), the matrix kernels' own weight pass and column time above 8 sequences, K-quants' extra
 # per-column work, 16-bit weights' batched columns, per-sequence logits (copy; argmax where the engine samples),
 # attention per query head; the layers x (batch - 1) and (batch - 1) x 2N/peak terms are gone (they extrapolated
-# B = 32 / 64 linearly from B = 4 / 16)
-CALIBRATION_VERSION = "cal-v3"
+# B = 32 / 64 linearly from B = 4 / 16); v4: an MoE model's routed experts above 8 sequences (mul_mat_id's MMQ: the
+# touched experts' weight pass and one kernel per touched expert), fitted with round 5's four MoE shapes
+CALIBRATION_VERSION = "cal-v4"
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
 NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
@@ -78,6 +79,7 @@ def _scales(hw: HardwareProfile, quant: str) -> tuple[float, float, float]:
 # models show for a fit to learn it (leave-one-model-out with one MoE model left none to learn it from): the MoE
 # layers' routing and mul_mat_id time (constants.MOE_DECODE_MS_PER_LAYER x MoE layers, analytical.moe_llama_cpp_terms)
 FIXED_FEATURES: frozenset[str] = frozenset({"moe ms"})
+MOE_EXPERT_KERNEL_UNIT_MS = 1e-3  # "moe mmq expert kernels" counts expert kernels; its coefficient reads as us each
 LOGIT_BYTES = 4  # llama.cpp's output logits are f32 (llama_get_logits: float *), one row of vocab_size per sequence
 
 
@@ -138,6 +140,19 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
                 x["columns ms:float"] = ((b - 1) * col / (C.LLAMA_CPP_MMVQ_FP32_FRACTION.value * hw.fp32_flops_per_s)
                                          if b <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value
                                          else b * col / hw.fp16_flops_per_s) * 1e3
+            if spec.is_moe and spec.num_experts:
+                # an MoE model's routed experts above C.LLAMA_CPP_MMVQ_MAX_BATCH sequences: mul_mat_id's MMQ runs one
+                # matrix kernel per touched expert, over that expert's weights with its few columns (tokens x top-k /
+                # experts each), so its weight pass and its per-expert tiles cost more than the dense MMQ pass that
+                # "matrix weights/bw" prices: the touched experts' bytes / bandwidth (their own coefficient) and
+                # touched experts x MoE layers (us per expert kernel). Touched experts E(1-(1-k/E)^B) as in
+                # analytical.estimate. Fitted on the H200 batched rows of five MoE shapes (rounds 4 and 5: Qwen3-30B-
+                # A3B, Qwen1.5-MoE-A2.7B, DeepSeek-V2-Lite, Qwen3.6-35B-A3B, Mixtral-8x7B; docs/benchmarks.md)
+                e, k = spec.num_experts, spec.num_experts_per_tok
+                touched = e * (1 - (1 - k / e) ** b)
+                mmq = float(b > C.LLAMA_CPP_MMVQ_MAX_BATCH.value)
+                x["moe mmq expert weights/bw"] = mmq * variant_bytes(spec, est.quant)[2] * touched / e / bw * 1e3
+                x["moe mmq expert kernels"] = mmq * touched * moe_layers(spec) * MOE_EXPERT_KERNEL_UNIT_MS
             # each further sequence's logits row copied to the host (f32, vocab_size) at the pageable copy rate
             x["logits ms"] = ((b - 1) * spec.vocab_size * LOGIT_BYTES / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3)
         if samples:  # the host reads every sequence's logits row to pick its token (argmax, samplers)

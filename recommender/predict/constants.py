@@ -33,8 +33,10 @@ MIB = 1024**2
 # HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S (26.2 GB/s, fitted on the H200 rows), not the dense blocks' 6.5 GB/s;
 # v8 (issue 25, branch pred25): the MoE decode time counts the layers with an MoE block (counts.moe_layers: a Mamba-2
 # hybrid's E letters), not every layer; v9 (issue 25, branch pred25): a llama.cpp layer split adds each device's own
-# per-token step (engines.llama_cpp.LLAMA_CPP_SPLIT_DEVICE_STEP_MS, fitted on the published multi-GPU tg512 rows)
-ESTIMATE_FORMULA_VERSION = "estimate-v9"
+# per-token step (engines.llama_cpp.LLAMA_CPP_SPLIT_DEVICE_STEP_MS, fitted on the published multi-GPU tg512 rows);
+# v10 (issue 25, branch pred25b): the generated terms refitted with H200 round 5's MoE rows (bench/gpu_loo.py
+# --write: MoE prefill matmul factor 2.15 -> 2.24)
+ESTIMATE_FORMULA_VERSION = "estimate-v10"
 
 
 @dataclass(frozen=True)

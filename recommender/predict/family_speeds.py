@@ -789,5 +789,5 @@ FITTED_TERMS: dict = {
  "kv_quant_decode_ms_per_layer": 0.00905,
  "mmvq_fp32_fraction": 0.345,
  "moe_decode_ms_per_layer": 0.0299,
- "moe_prefill_matmul_factor": 2.15
+ "moe_prefill_matmul_factor": 2.24
 }

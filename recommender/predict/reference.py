@@ -300,6 +300,8 @@ def leave_one_gpu_out(points: list[Point], family_of, gpus=None) -> list[tuple[P
 
 
 PARTIAL_OFFLOAD_ROWS = SOURCES_DIR / "measurements" / "h200-partial-offload.csv"
+# round 5 (bench/h200_round5.sh, 2026-12-02): MoE Qwen1.5-MoE-A2.7B-Chat and Mixtral-8x7B-v0.1, same layout
+PARTIAL_OFFLOAD_ROWS_ROUND5 = SOURCES_DIR / "measurements" / "h200-partial-offload-2.csv"
 
 
 @dataclass(frozen=True)
