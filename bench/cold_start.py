@@ -82,15 +82,17 @@ QUESTIONS: list[tuple[str, list[str]]] = [
     ("H", ["--gpu", "RTX 4090", "--vram", "24", "--workload", "long-doc"]),
     ("I", ["--gpu", "L40S", "--workload", "serve"]),
 ]
-# llmfit's counterpart of each question (its CLI has no GPU-profile, latency or workload option matching ours): the
-# same memory budget as llmfit's --memory override (a synthetic GPU of that VRAM; its --help), its top 10 as JSON.
-# F (a CPU with 16 GB): llmfit without --memory plans this machine's CPU and RAM, the closest it comes to "a CPU".
-# The serve and long-doc questions: the GPU's memory; llmfit has no serving or long-context mode of that kind.
+# llmfit's counterpart of each question (llmfit 1.1.17; its --help): its CLI has no GPU-profile list like ours (three
+# bundled profiles), no latency limit and no workload, so each question gets the same memory budget through llmfit's
+# --memory override (a synthetic GPU of that VRAM: the question's --vram, else the GPU's memory), and its top 10 as
+# JSON. F (a CPU with 16 GB): --ram 16G, llmfit on this GPU-less machine planning CPU inference in 16 GB of RAM.
+# H (long-doc, 32K context): --max-context 32768, its cap on the context it sizes the KV cache for. G (chat-zh) and
+# I (serve: L40S 48 GB) have no counterpart beyond the memory.
 PEER_FIT = ["fit", "-n", "10", "--json"]
 PEER_ARGS: dict[str, list[str]] = {
-    "A": ["--memory=24G"], "B": ["--memory=8G"], "C": ["--memory=12G"], "D": ["--memory=32G"],
-    "E": ["--memory=80G"], "E'": ["--memory=80G"], "F": [], "G": ["--memory=24G"], "H": ["--memory=24G"],
-    "I": ["--memory=48G"],
+    "A": ["--memory", "24G"], "B": ["--memory", "8G"], "C": ["--memory", "12G"], "D": ["--memory", "32G"],
+    "E": ["--memory", "80G"], "E'": ["--memory", "80G"], "F": ["--ram", "16G"], "G": ["--memory", "24G"],
+    "H": ["--memory", "24G", "--max-context", "32768"], "I": ["--memory", "48G"],
 }
 TARGET_MEDIAN, TARGET_MAX, TARGET_SERVE = 1.0, 1.3, 1.0
 TOOLS: list[tuple[str, list[str], float]] = [  # (label, recommender arguments, target seconds)

@@ -58,26 +58,29 @@ def clear_memos() -> None:
 # --- array-agnostic primitives (module docstring) -----------------------------------------------------------------
 def is_array(*xs) -> bool:
     """Whether any of ``xs`` is a numpy array (or numpy scalar): the elementwise forms are used then."""
-    return any(hasattr(x, "shape") for x in xs)
+    for x in xs:
+        if hasattr(x, "shape"):
+            return True
+    return False
 
 
 def where(cond, a, b):
     """``a if cond else b``, elementwise for arrays (both sides are computed then: keep them finite)."""
-    if is_array(cond, a, b):
+    if hasattr(cond, "shape") or hasattr(a, "shape") or hasattr(b, "shape"):
         import numpy as np  # noqa: PLC0415  (numpy only where arrays are predicted)
         return np.where(cond, a, b)
     return a if cond else b
 
 
 def minimum(a, b):
-    if is_array(a, b):
+    if hasattr(a, "shape") or hasattr(b, "shape"):
         import numpy as np  # noqa: PLC0415
         return np.minimum(a, b)
     return min(a, b)
 
 
 def maximum(a, b):
-    if is_array(a, b):
+    if hasattr(a, "shape") or hasattr(b, "shape"):
         import numpy as np  # noqa: PLC0415
         return np.maximum(a, b)
     return max(a, b)

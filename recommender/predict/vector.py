@@ -35,34 +35,47 @@ NAN = float("nan")
 
 
 class Columns:
-    """Records seen as arrays: ``cols.num_layers`` is the num_layers of each row's record (None read as 0), computed
-    once per field; ``map_rows(fn, *args)`` spreads ``fn(record, *args)`` over the rows, computed once per distinct
-    record (counts.per_model). ``records``: the distinct records; ``index``: each row's position in it."""
+    """Records seen as arrays: ``cols.num_layers`` is the num_layers of each row's record (None read as 0);
+    ``map_rows(fn, *args)`` spreads ``fn(record, *args)`` over the rows (counts.per_model). ``records``: the distinct
+    records (None: no record, its fields 0); ``index``: each row's position among them. ``shared``: a cache of the
+    records' fields and terms that several Columns over the same records share (one per CandidateBuilder), so each
+    field is read once per record and each term computed once per record and arguments."""
 
-    def __init__(self, records: Sequence, index: np.ndarray) -> None:
-        self.__dict__["_records"] = list(records)
+    def __init__(self, records: Sequence, index: np.ndarray, shared: Optional[dict] = None) -> None:
+        self.__dict__["_records"] = records
         self.__dict__["_index"] = index
-        self.__dict__["_maps"] = {}
+        self.__dict__["_shared"] = {} if shared is None else shared
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        vals = [getattr(r, name) for r in self._records]
-        arr = np.array([0 if v is None else v for v in vals])[self._index]
+        full = self._shared.get(name)
+        if full is None:
+            vals = [None if r is None else getattr(r, name) for r in self._records]
+            full = self._shared[name] = np.array([0 if v is None else v for v in vals])
+        arr = full[self._index]
         self.__dict__[name] = arr
         return arr
 
     def map_rows(self, fn, *args):
-        key = (fn, args)
-        hit = self._maps.get(key)
-        if hit is None:
-            vals = [fn(r, *args) for r in self._records]
-            if vals and isinstance(vals[0], tuple):
-                hit = tuple(np.array(col)[self._index] for col in zip(*vals))
+        memo = self._shared.get((fn, args))
+        if memo is None:  # [values per record (None: not computed yet), their arrays]
+            memo = self._shared[(fn, args)] = [[None] * len(self._records), None]
+        vals, arrays = memo
+        todo = [p for p in np.unique(self._index).tolist() if vals[p] is None]
+        if todo:
+            for p in todo:
+                vals[p] = fn(self._records[p], *args)
+            sample = next(v for v in vals if v is not None)
+            if isinstance(sample, tuple):
+                zero = tuple(0 for _ in sample)
+                arrays = tuple(np.array(col) for col in zip(*(zero if v is None else v for v in vals)))
             else:
-                hit = np.array(vals)[self._index]
-            self._maps[key] = hit
-        return hit
+                arrays = np.array([0 if v is None else v for v in vals])
+            memo[1] = arrays
+        if isinstance(arrays, tuple):
+            return tuple(a[self._index] for a in arrays)
+        return arrays[self._index]
 
 
 @dataclass
@@ -92,28 +105,16 @@ def _f(x, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(x, dtype=float), (n,)).copy()
 
 
-def predict_group(predictor, specs: list[ModelSpec], variants: list[Optional[Variant]], quant: str, engine: str,
+def predict_group(predictor, spec: Columns, variant: Optional[Columns], quant: str, engine: str,
                   context_tokens: np.ndarray, batch: int, prompt_tokens: np.ndarray, output_tokens: np.ndarray,
                   kv_dtype: Optional[str] = None, gpu_layers: Optional[np.ndarray] = None,
-                  use_measured: bool = True) -> Table:
+                  rows: Optional[list[tuple[ModelSpec, Optional[Variant]]]] = None) -> Table:
     """The figures of configurations sharing quantization, engine, KV dtype and batch on the predictor's (one) GPU:
-    row i is ``specs[i]`` (with ``variants[i]``, its catalog row) at ``context_tokens[i]``, ``prompt_tokens[i]``,
-    ``output_tokens[i]`` and, with ``gpu_layers``, llama.cpp's n_gpu_layers[i] (1 .. num_layers). The same figures
-    as ``Predictor.predict`` of each configuration (module docstring)."""
-    n = len(specs)
-    uniq: dict[int, int] = {}
-    recs: list = []
-    vrecs: list = []
-    idx = np.empty(n, dtype=np.int64)
-    for i, s in enumerate(specs):  # distinct (model, variant) records: their fields are gathered once
-        j = uniq.get(id(s))
-        if j is None:
-            j = uniq[id(s)] = len(recs)
-            recs.append(s)
-            vrecs.append(variants[i])
-        idx[i] = j
-    spec = Columns(recs, idx)
-    variant = Columns(vrecs, idx) if all(v is not None for v in vrecs) else None
+    row i is the model ``spec`` holds at row i (with its catalog row ``variant``) at ``context_tokens[i]``,
+    ``prompt_tokens[i]``, ``output_tokens[i]`` and, with ``gpu_layers``, llama.cpp's n_gpu_layers[i] (1 ..
+    num_layers). The same figures as ``Predictor.predict`` of each configuration (module docstring). ``rows``: each
+    row's (model, variant) records, for the rows a measured probe row matches (predicted one by one)."""
+    n = len(context_tokens)
     ctx = np.asarray(context_tokens, dtype=np.int64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
     out = np.asarray(output_tokens, dtype=np.int64)
@@ -139,8 +140,8 @@ def predict_group(predictor, specs: list[ModelSpec], variants: list[Optional[Var
                 tpot, tpot_p = np.where(ok, v, tpot), np.where(ok, "calibrated", tpot_p)
     t = _derive(np.asarray(est.weights_bytes, dtype=float) + np.zeros(n), _f(est.kv_cache_bytes, n),
                 _f(est.overhead_bytes, n), vram, ttft, tpot, out, batch, vram_p, ttft_p, tpot_p)
-    if use_measured and gl is None and predictor.measured:
-        _measured_rows(predictor, t, specs, variants, quant, engine, ctx, batch, prompt, out, est.kv_dtype)
+    if rows is not None and gl is None and predictor.measured:
+        _measured_rows(predictor, t, rows, quant, engine, ctx, batch, prompt, out, est.kv_dtype)
     return t
 
 
@@ -154,17 +155,20 @@ def _derive(weights, kv, overhead, vram, ttft, tpot, out, batch, vram_p, ttft_p,
     return Table(weights, kv, overhead, vram, ttft, tpot, e2e, dec, batch * dec, vram_p, ttft_p, tpot_p, e2e_p)
 
 
-def _measured_rows(predictor, t: Table, specs, variants, quant, engine, ctx, batch, prompt, out, kv_dtype) -> None:
+def _measured_rows(predictor, t: Table, rows, quant, engine, ctx, batch, prompt, out, kv_dtype) -> None:
     """The rows a probe row matches exactly: predicted one by one (Predictor.predict) and written over the arrays."""
     from recommender.predict.predictor import Config  # noqa: PLC0415  (predictor imports this module)
 
     key = predictor.hw_key
-    for i, s in enumerate(specs):
+    measured = {k[1] for k in predictor.measured if k[0] == key and k[2] == quant and k[3] == engine}
+    for i, (s, v) in enumerate(rows):
+        if s.id not in measured:
+            continue
         if (key, s.id, quant, engine, batch, int(ctx[i]), kv_dtype) not in predictor.measured:
             continue
         p = predictor.predict(s, Config(model=s.id, quant=quant, engine=engine, context_tokens=int(ctx[i]),
                                         batch=batch, prompt_tokens=int(prompt[i]), output_tokens=int(out[i]),
-                                        kv_dtype=kv_dtype), variant=variants[i])
+                                        kv_dtype=kv_dtype), variant=v)
         write_row(t, i, p)
 
 

@@ -259,22 +259,57 @@ class CandidateBuilder:
         estimate's error and the runtime, as one sets -ngl leaving a margin), found by bisection on the memory terms
         alone; None when the whole model fits (the GPU-only configuration is the plan), not even the output layer
         fits, or host RAM (q.host_ram_bytes) cannot hold the rest of the weights and their KV cache."""
-        q, spec = self.q, self.models[mid]
-        if self._offload_memory(mid, quant, engine, ctx, batch, None).total_bytes <= q.vram_bytes:
-            return None
+        return self.offload_layers_many([(mid, quant, engine, ctx, batch)])[0]
+
+    def offload_layers_many(self, reqs: list[tuple[str, str, str, int, int]]) -> list[Optional[int]]:
+        """``offload_layers`` of many configurations (model, quant, engine, context, batch): the same bisection for
+        every one at once, on arrays (analytical.memory with arrays of n_gpu_layers), in groups of one quantization,
+        engine and batch."""
+        import numpy as np  # noqa: PLC0415
+
+        from recommender.predict.vector import Columns  # noqa: PLC0415
+
+        q, wl = self.q, self.q.workload
+        out: list[Optional[int]] = [None] * len(reqs)
+        shared = self.__dict__.setdefault("_vector_shared", {"spec": {}})
+        ids, recs = list(self.models), list(self.models.values())
+        pos = {m: j for j, m in enumerate(ids)}
+        groups: dict[tuple, list[int]] = {}
+        for i, (_mid, quant, engine, _ctx, batch) in enumerate(reqs):
+            groups.setdefault((quant, engine, batch), []).append(i)
         target = q.vram_bytes - max(HEADROOM_SHARE * q.vram_bytes, HEADROOM_MIN_BYTES)
-        lo, hi, best = 1, max(spec.num_layers, 1), None
-        while lo <= hi:
-            n = (lo + hi) // 2
-            m = self._offload_memory(mid, quant, engine, ctx, batch, n)
-            if m.total_bytes <= target:
-                best, lo = (n, m), n + 1
-            else:
-                hi = n - 1
-        if best is None:
-            return None
-        n, m = best
-        return n if m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes) <= q.host_ram_bytes else None
+        for (quant, engine, batch), rows in groups.items():
+            mpos = np.array([pos[reqs[i][0]] for i in rows])
+            spec = Columns(recs, mpos, shared["spec"])
+            if quant not in shared:
+                shared[quant] = ([self.variants.get((m, quant)) for m in ids], {})
+            variant = Columns(shared[quant][0], mpos, shared[quant][1])
+            ctx = np.array([reqs[i][3] for i in rows])
+            prompt = np.minimum(wl.prompt_tokens, np.maximum(ctx - wl.output_tokens, 1))
+
+            def mem(n):
+                return memory(spec, quant, engine, q.hardware, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
+                              output_tokens=wl.output_tokens, variant=variant, gpu_layers=n)
+
+            over = mem(None).total_bytes > q.vram_bytes  # the whole model does not fit: offload is the plan
+            lo = np.ones(len(rows), dtype=np.int64)
+            hi = np.maximum(spec.num_layers, 1).astype(np.int64)
+            best = np.zeros(len(rows), dtype=np.int64)  # 0: not even the output layer fits
+            while True:
+                active = over & (lo <= hi)
+                if not active.any():
+                    break
+                n = np.where(active, (lo + hi) // 2, 1)
+                fit = mem(n).total_bytes <= target
+                best = np.where(active & fit, n, best)
+                lo = np.where(active & fit, n + 1, lo)
+                hi = np.where(active & ~fit, n - 1, hi)
+            m = mem(np.maximum(best, 1))
+            host_ok = m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes) <= q.host_ram_bytes
+            for j, i in enumerate(rows):
+                if over[j] and best[j] > 0 and host_ok[j]:
+                    out[i] = int(best[j])
+        return out
 
     def build_offload(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: int) -> Candidate:
         """The partial-offload candidate at n_gpu_layers ``n`` (offload_layers), with a note of the split."""
@@ -378,6 +413,7 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
     b, wl = builder, q.workload
     wanted = b.wanted
     out: list[CandidateKey] = []
+    offload: list[tuple[int, tuple]] = []  # (place in out, request): partial offload, found for all at once below
     only = {tuple(v) for v in q.variants}
     for (mid, quant) in b.variants:
         if wanted and mid not in wanted:
@@ -400,9 +436,15 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
                     out.append(CandidateKey(mid, quant, engine, ctx, batch))
                     if q.machine is not None:  # and on the first GPU alone
                         out.append(CandidateKey(mid, quant, engine, ctx, batch, False))
-                    n = b.offload_layers(mid, quant, engine, ctx, batch) if off and batch == 1 else None
-                    if n is not None:
-                        out.append(CandidateKey(mid, quant, engine, ctx, batch, gpu_layers=n))
+                    if off and batch == 1:
+                        offload.append((len(out), (mid, quant, engine, ctx, batch)))
+                        out.append(None)  # its place in the enumeration, kept or dropped below
+    if offload:
+        layers = b.offload_layers_many([r for _, r in offload])
+        for (at, (mid, quant, engine, ctx, batch)), n in zip(offload, layers):
+            if n is not None:
+                out[at] = CandidateKey(mid, quant, engine, ctx, batch, gpu_layers=n)
+        out = [k for k in out if k is not None]
     return out
 
 
@@ -434,7 +476,7 @@ class KeyTable:
     def __init__(self, builder: CandidateBuilder, keys: list) -> None:
         import numpy as np  # noqa: PLC0415  (numpy where configurations are predicted as arrays)
 
-        from recommender.predict.vector import predict_group, serve_arrays  # noqa: PLC0415
+        from recommender.predict.vector import Columns, predict_group, serve_arrays  # noqa: PLC0415
 
         self.builder, self.keys = builder, keys
         b, q, wl = builder, builder.q, builder.q.workload
@@ -455,37 +497,53 @@ class KeyTable:
             groups.setdefault((k.quant, k.engine, getattr(k, "kv_dtype", None), k.batch,
                                getattr(k, "gpu_layers", None) is not None), []).append(i)
         field = LATENCY_FIELD[q.latency_metric]
-        think_of: dict[str, int] = {}
+        # every model's fields and per-model terms, read once for all groups (vector.Columns over the catalog)
+        shared = b.__dict__.setdefault("_vector_shared", {"spec": {}})
+        ids = list(b.models)
+        recs = list(b.models.values())
+        pos = {m: j for j, m in enumerate(ids)}
+        if "think" not in shared:
+            shared["think"] = np.array([reasoning_tokens(s, wl.output_tokens)[0] for s in recs])
+            shared["maxpos"] = np.array([s.max_position_embeddings for s in recs])
+        single_of: dict[tuple, tuple] = {}  # (quant, engine, KV dtype, offload) -> (rows, TTFT at batch 1)
         for (quant, engine, kv, batch, offload), rows in groups.items():
             idx = np.array(rows)
-            specs = [b.models[keys[i].model] for i in rows]
-            variants = [b.variants[(keys[i].model, quant)] for i in rows]
-            for s in specs:
-                if s.id not in think_of:
-                    think_of[s.id] = reasoning_tokens(s, wl.output_tokens)[0]
-            think = np.array([think_of[s.id] for s in specs])
+            mpos = np.array([pos[keys[i].model] for i in rows])
+            spec = Columns(recs, mpos, shared["spec"])
+            if quant not in shared:
+                shared[quant] = ([b.variants.get((m, quant)) for m in ids], {})
+            variant = Columns(shared[quant][0], mpos, shared[quant][1])
+            pairs = [(recs[j], shared[quant][0][j]) for j in mpos.tolist()] if b.predictor.measured else None
+            think = shared["think"][mpos]
             ctx = np.array([keys[i].context_tokens for i in rows])
             n_out = wl.output_tokens + think  # decoded tokens: hidden reasoning, then the visible answer
             prompt = np.minimum(wl.prompt_tokens, np.maximum(ctx - n_out, 1))
             gl = np.array([keys[i].gpu_layers for i in rows]) if offload else None  # llama.cpp n_gpu_layers
-            t = predict_group(b.predictor, specs, variants, quant, engine, ctx, batch, prompt, n_out, kv_dtype=kv,
-                              gpu_layers=gl)
+            t = predict_group(b.predictor, spec, variant, quant, engine, ctx, batch, prompt, n_out, kv_dtype=kv,
+                              gpu_layers=gl, rows=pairs)
             known = ~np.isnan(t.ttft_ms) & ~np.isnan(t.tpot_ms)
             vis = t.ttft_ms
             if b.slo is None:  # a reasoning checkpoint's visible answer starts after its reasoning tokens
                 vis = np.where((think > 0) & known, t.ttft_ms + think * t.tpot_ms, t.ttft_ms)
             lat = {"ttft_ms": vis, "tpot_ms": t.tpot_ms, "e2e_ms": t.e2e_ms}[field]
             lat_prov = {"ttft_ms": t.ttft_provenance, "tpot_ms": t.tpot_provenance, "e2e_ms": t.e2e_provenance}[field]
-            maxpos = np.array([s.max_position_embeddings for s in specs])
+            maxpos = shared["maxpos"][mpos]
             ex = ((think > 0) & (ctx < wl.prompt_tokens + n_out)) | (ctx > maxpos) | (t.total_vram_bytes > q.vram_bytes)
             if b.supported(engine, quant):
                 ex |= True
             if q.max_latency_ms is not None:
                 ex |= np.isnan(lat) | (lat > q.max_latency_ms)
             single = t.ttft_ms
-            if batch > 1:  # serving needs the same configuration's TTFT at batch 1 (Predictor.serving)
-                single = predict_group(b.predictor, specs, variants, quant, engine, ctx, 1, prompt, n_out,
-                                       kv_dtype=kv, gpu_layers=gl).ttft_ms
+            same = (tuple(mpos.tolist()), tuple(ctx.tolist()), None if gl is None else tuple(gl.tolist()))
+            if batch == 1:
+                single_of[(quant, engine, kv, offload)] = (same, single)
+            else:  # serving needs the same configuration's TTFT at batch 1 (Predictor.serving)
+                hit = single_of.get((quant, engine, kv, offload))
+                if hit is not None and hit[0] == same:
+                    single = hit[1]
+                else:
+                    single = predict_group(b.predictor, spec, variant, quant, engine, ctx, 1, prompt, n_out,
+                                           kv_dtype=kv, gpu_layers=gl, rows=pairs).ttft_ms
             raw = serve_arrays(single, t, batch, n_out, None)
             for c in ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s"):
                 a[c][idx] = raw[c]
