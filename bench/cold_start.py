@@ -23,7 +23,7 @@ and then its llmfit counterpart (PEER_ARGS: the same memory budget through llmfi
 ``fit -n 10 --json``), question after question, so machine load hits both sides of a pair alike. The ratio of a
 question is the median over the rounds of recommend / llmfit of the same round. ``--tools`` also times
 ``recommender sensitivity --vram 24 --max-latency 800ms --json`` and ``recommender tune --trials 300 --json``
-(whole processes, the median of ``--runs``, capped at 3 for tune). ``--write`` prints the markdown table
+(whole processes, the median of ``--runs``; ``--tune-runs`` for tune, 1 by default). ``--write`` prints the markdown table
 docs/benchmarks.md shows. Targets (issue 26): median ratio <= 1.0, none above 1.3, the serve question <= 1.0,
 sensitivity <= 1 s, tune --trials 300 <= 5 s.
 """
@@ -103,7 +103,7 @@ TOOLS: list[tuple[str, list[str], float]] = [  # (label, recommender arguments, 
 TOOL_ENTRY = "import sys; from recommender.cli.app import main; main(sys.argv[1:])\n"
 
 
-def questions(runs: int, tools: bool) -> dict:
+def questions(runs: int, tools: bool, tune_runs: int = 1) -> dict:
     """The nine questions (and the serve question) against llmfit, paired and alternating (module docstring)."""
     here = Path(__file__).resolve().parents[1]
     peer = shutil.which("llmfit") or str(Path(sys.executable).parent / "llmfit")
@@ -145,7 +145,7 @@ def questions(runs: int, tools: bool) -> dict:
     if tools:
         res["tools"] = []
         for label, args, target in TOOLS:
-            n = min(runs, 3) if args[0] == "tune" else runs
+            n = tune_runs if args[0] == "tune" else runs
             cmd = [sys.executable, "-c", TOOL_ENTRY, *args]
             run(cmd, env)
             ts = [run(cmd, env) for _ in range(n)]
@@ -225,9 +225,10 @@ def main() -> None:
     ap.add_argument("--questions", action="store_true", help="the nine questions and serve against llmfit (issue 26)")
     ap.add_argument("--tools", action="store_true", help="with --questions: also sensitivity and tune --trials 300")
     ap.add_argument("--write", action="store_true", help="with --questions: print the markdown table")
+    ap.add_argument("--tune-runs", type=int, default=1, help="with --tools: runs of tune --trials 300 (slow)")
     args = ap.parse_args()
     if args.questions:
-        res = questions(args.runs, args.tools)
+        res = questions(args.runs, args.tools, args.tune_runs)
         print(json.dumps(res, indent=2) if args.json else questions_table(res))
         return
     here = Path(__file__).resolve().parents[1]

@@ -184,11 +184,12 @@ def write_row(t: Table, i: int, p) -> None:
     t.e2e_provenance[i] = p.figures["e2e_ms"].provenance
 
 
-def serve_arrays(single_ttft: np.ndarray, t: Table, batch: int, out: np.ndarray, slo: Optional[Slo]) -> dict:
-    """serving.serve_figures' values for arrays (the one serving model, serving.serve_point, with arrays): serve_ttft_ms,
-    serve_tpot_ms, serve_e2e_ms, request_throughput_per_s, output_throughput_tokens_per_s, goodput_requests_per_s
-    (NaN: TTFT or TPOT unknown)."""
-    pt = serve_point(batch, single_ttft, t.ttft_ms, t.tpot_ms, out)
+def serve_arrays(single_ttft: np.ndarray, ttft: np.ndarray, tpot: np.ndarray, batch: int, out: np.ndarray,
+                 slo: Optional[Slo]) -> dict:
+    """serving.serve_figures' values for arrays (the one serving model, serving.serve_point, with arrays) from the
+    TTFT at batch 1, the TTFT and TPOT at ``batch``: serve_ttft_ms, serve_tpot_ms, serve_e2e_ms,
+    request_throughput_per_s, output_throughput_tokens_per_s, goodput_requests_per_s (NaN: TTFT or TPOT unknown)."""
+    pt = serve_point(batch, single_ttft, ttft, tpot, out)
     rps = np.round(pt.request_throughput_per_s, 6)
     res = {"serve_ttft_ms": pt.ttft_ms, "serve_tpot_ms": pt.tpot_ms, "serve_e2e_ms": pt.e2e_ms,
            "request_throughput_per_s": rps,

@@ -544,12 +544,14 @@ class KeyTable:
                 else:
                     single = predict_group(b.predictor, spec, variant, quant, engine, ctx, 1, prompt, n_out,
                                            kv_dtype=kv, gpu_layers=gl, rows=pairs).ttft_ms
-            raw = serve_arrays(single, t, batch, n_out, None)
+            # the serving figures without SLOs (tune's), from the figures the record holds: its TTFT is the visible
+            # answer's on a latency workload (Predictor.serving reads the record's TTFT at batch 1)
+            raw = serve_arrays(vis if batch == 1 else single, vis, t.tpot_ms, batch, n_out, None)
             for c in ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s"):
                 a[c][idx] = raw[c]
             a["output_throughput_tokens_per_s"][idx] = raw["output_throughput_tokens_per_s"]
             if b.slo is not None:  # serve: goodput at the workload's SLOs, the visible answer's TTFT
-                sv = serve_arrays(single, t, batch, n_out, b.slo)
+                sv = serve_arrays(single, t.ttft_ms, t.tpot_ms, batch, n_out, b.slo)
                 g = sv["goodput_requests_per_s"]
                 if b.slo.ttft_ms is not None:
                     seen = sv["serve_ttft_ms"] + think * sv["serve_tpot_ms"]
