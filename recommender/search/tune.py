@@ -359,7 +359,7 @@ class PredictedEvaluator:
         """Every configuration's status, costs and serving figures, predicted as arrays (CandidateBuilder.table): the
         figures ``__call__`` gives each (tests/predict/test_vector.py)."""
         table = self.builder.table(configs)
-        a, out = table.arrays, []
+        out = []
         serve_names = ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s",
                        "output_throughput_tokens_per_s")
         for i, c in enumerate(configs):
@@ -370,7 +370,6 @@ class PredictedEvaluator:
             serve = {"batch": float(c.batch), **{k: table.value(k, i) for k in serve_names}}
             out.append((c, GridOutcome("infeasible" if row.excluded else "feasible", _costs(row, self.q.normalization),
                                        serve)))
-        del a
         return out
 
     def __call__(self, c: TuneConfig, **_: Any) -> Outcome:
