@@ -15,6 +15,17 @@ about 0.2 s of every `recommend` and more for a tree that imports more of them a
 
     .venv/bin/python bench/cold_start.py [--runs 10] [--baseline CHECKOUT [--extra ARGS] [--this-extra ARGS]
                                                 [--this-catalog DUCKDB]]
+    .venv/bin/python bench/cold_start.py --questions [--runs 5] [--tools] [--write]
+
+``--questions`` (issue 26) times the nine questions of the quality issue (A-I with E'; I is the serve question,
+`recommend --gpu L40S --workload serve`) against llmfit in one run: per round, each question's `recommend --json`
+and then its llmfit counterpart (PEER_ARGS: the same memory budget through llmfit's ``--memory`` override, its
+``fit -n 10 --json``), question after question, so machine load hits both sides of a pair alike. The ratio of a
+question is the median over the rounds of recommend / llmfit of the same round. ``--tools`` also times
+``recommender sensitivity --vram 24 --max-latency 800ms --json`` and ``recommender tune --trials 300 --json``
+(whole processes, the median of ``--runs``; ``--tune-runs`` for tune, 1 by default). ``--write`` prints the markdown table
+docs/benchmarks.md shows. Targets (issue 26): median ratio <= 1.0, none above 1.3, the serve question <= 1.0,
+sensitivity <= 1 s, tune --trials 300 <= 5 s.
 """
 
 from __future__ import annotations
@@ -56,6 +67,108 @@ ENTRY = ("import sys, importlib.util as u\n"
          "else:\n"
          "    from recommender.cli import recommend_main as main\n"
          "main()\n")
+
+
+# (label, recommend arguments): the nine questions of the quality issue (bench/evidence.py QUESTIONS), I = serve
+QUESTIONS: list[tuple[str, list[str]]] = [
+    ("A", ["--gpu", "RTX 4090", "--vram", "24", "--max-latency", "800ms"]),
+    ("B", ["--gpu", "RTX 4060", "--vram", "8", "--max-latency", "800ms"]),
+    ("C", ["--gpu", "RTX 3060 12GB", "--max-latency", "800ms"]),
+    ("D", ["--gpu", "Apple M2 Max 30-core GPU 32GB"]),
+    ("E", ["--gpu", "A100 80GB SXM4", "--max-latency", "800ms"]),
+    ("E'", ["--gpu", "H100 SXM5", "--max-latency", "800ms"]),
+    ("F", ["--gpu", "cpu", "--vram", "16", "--max-latency", "5s"]),
+    ("G", ["--gpu", "RTX 4090", "--vram", "24", "--max-latency", "800ms", "--workload", "chat-zh"]),
+    ("H", ["--gpu", "RTX 4090", "--vram", "24", "--workload", "long-doc"]),
+    ("I", ["--gpu", "L40S", "--workload", "serve"]),
+]
+# llmfit's counterpart of each question (llmfit 1.1.17; its --help): its CLI has no GPU-profile list like ours (three
+# bundled profiles), no latency limit and no workload, so each question gets the same memory budget through llmfit's
+# --memory override (a synthetic GPU of that VRAM: the question's --vram, else the GPU's memory), and its top 10 as
+# JSON. F (a CPU with 16 GB): --ram 16G, llmfit on this GPU-less machine planning CPU inference in 16 GB of RAM.
+# H (long-doc, 32K context): --max-context 32768, its cap on the context it sizes the KV cache for. G (chat-zh) and
+# I (serve: L40S 48 GB) have no counterpart beyond the memory.
+PEER_FIT = ["fit", "-n", "10", "--json"]
+PEER_ARGS: dict[str, list[str]] = {
+    "A": ["--memory", "24G"], "B": ["--memory", "8G"], "C": ["--memory", "12G"], "D": ["--memory", "32G"],
+    "E": ["--memory", "80G"], "E'": ["--memory", "80G"], "F": ["--ram", "16G"], "G": ["--memory", "24G"],
+    "H": ["--memory", "24G", "--max-context", "32768"], "I": ["--memory", "48G"],
+}
+TARGET_MEDIAN, TARGET_MAX, TARGET_SERVE = 1.0, 1.3, 1.0
+TOOLS: list[tuple[str, list[str], float]] = [  # (label, recommender arguments, target seconds)
+    ("sensitivity --vram 24 --max-latency 800ms", ["sensitivity", "--vram", "24", "--max-latency", "800ms", "--json"],
+     1.0),
+    ("tune --trials 300", ["tune", "--trials", "300", "--json"], 5.0),
+]
+TOOL_ENTRY = "import sys; from recommender.cli.app import main; main(sys.argv[1:])\n"
+
+
+def questions(runs: int, tools: bool, tune_runs: int = 1) -> dict:
+    """The nine questions (and the serve question) against llmfit, paired and alternating (module docstring)."""
+    here = Path(__file__).resolve().parents[1]
+    peer = shutil.which("llmfit") or str(Path(sys.executable).parent / "llmfit")
+    if not Path(peer).exists():
+        raise SystemExit("llmfit is not installed (pip install llmfit): the peer cannot be timed")
+    env = child_env(PYTHONPATH=str(here))
+
+    def rec_cmd(args: list[str]) -> list[str]:
+        return [sys.executable, "-c", ENTRY, *args, "--json"]
+
+    def run(c, e) -> float:
+        t0 = time.perf_counter()
+        subprocess.run(c, env=e, cwd=here, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        return time.perf_counter() - t0
+
+    pairs = [(lab, rec_cmd(a), [peer, *PEER_ARGS[lab], *PEER_FIT]) for lab, a in QUESTIONS]
+    for _lab, rc, pc in pairs:  # warm: file cache, .pyc files, the read cache
+        run(rc, env)
+        run(pc, child_env())
+    rec: dict[str, list[float]] = {lab: [] for lab, _ in QUESTIONS}
+    peer_t: dict[str, list[float]] = {lab: [] for lab, _ in QUESTIONS}
+    for _ in range(runs):
+        for lab, rc, pc in pairs:
+            rec[lab].append(run(rc, env))
+            peer_t[lab].append(run(pc, child_env()))
+    rows = []
+    for lab, args in QUESTIONS:
+        ratios = [a / b for a, b in zip(rec[lab], peer_t[lab])]
+        rows.append({"question": lab, "args": " ".join(args), "recommend_median_s": statistics.median(rec[lab]),
+                     "llmfit_median_s": statistics.median(peer_t[lab]), "ratio_median": statistics.median(ratios),
+                     "ratio_min": min(ratios), "ratio_max": max(ratios),
+                     "llmfit_args": " ".join([*PEER_ARGS[lab], *PEER_FIT])})
+    med = statistics.median(r["ratio_median"] for r in rows)
+    worst = max(rows, key=lambda r: r["ratio_median"])
+    serve = next(r for r in rows if r["question"] == "I")
+    res = {"runs": runs, "questions": rows, "ratio_median_of_questions": med, "ratio_max": worst["ratio_median"],
+           "ratio_max_question": worst["question"], "serve_ratio": serve["ratio_median"],
+           "load_average": os.getloadavg()}
+    if tools:
+        res["tools"] = []
+        for label, args, target in TOOLS:
+            n = tune_runs if args[0] == "tune" else runs
+            cmd = [sys.executable, "-c", TOOL_ENTRY, *args]
+            run(cmd, env)
+            ts = [run(cmd, env) for _ in range(n)]
+            res["tools"].append({"tool": label, "median_s": statistics.median(ts), "min_s": min(ts),
+                                 "max_s": max(ts), "runs": n, "target_s": target})
+    return res
+
+
+def questions_table(res: dict) -> str:
+    """The markdown table docs/benchmarks.md shows."""
+    out = ["| question | recommend arguments | recommend s | llmfit arguments | llmfit s | ratio (min-max) |",
+           "|---|---|---|---|---|---|"]
+    for r in res["questions"]:
+        out.append(f"| {r['question']} | `{r['args']}` | {r['recommend_median_s']:.3f} | `{r['llmfit_args']}` | "
+                   f"{r['llmfit_median_s']:.3f} | {r['ratio_median']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f}) |")
+    out.append(f"\nMedian of the questions' ratios {res['ratio_median_of_questions']:.2f} (target <= {TARGET_MEDIAN}), "
+               f"largest {res['ratio_max']:.2f} ({res['ratio_max_question']}; target <= {TARGET_MAX}), serve (I) "
+               f"{res['serve_ratio']:.2f} (target <= {TARGET_SERVE}); {res['runs']} rounds, load average "
+               + ", ".join(f"{x:.1f}" for x in res["load_average"]) + " at the end.")
+    for t in res.get("tools", []):
+        out.append(f"- `recommender {t['tool']}`: median {t['median_s']:.2f} s (min {t['min_s']:.2f}, max "
+                   f"{t['max_s']:.2f}, {t['runs']} runs; target <= {t['target_s']:g} s)")
+    return "\n".join(out)
 
 
 def paired(baseline: Path, runs: int, extra: list[str] = (), this_extra: list[str] = (),
@@ -109,7 +222,15 @@ def main() -> None:
     ap.add_argument("--extra", default="", help="arguments added to both commands of --baseline (one string)")
     ap.add_argument("--this-extra", default="", help="arguments added to this checkout's command of --baseline")
     ap.add_argument("--this-catalog", type=Path, help="the catalog this checkout's command of --baseline reads")
+    ap.add_argument("--questions", action="store_true", help="the nine questions and serve against llmfit (issue 26)")
+    ap.add_argument("--tools", action="store_true", help="with --questions: also sensitivity and tune --trials 300")
+    ap.add_argument("--write", action="store_true", help="with --questions: print the markdown table")
+    ap.add_argument("--tune-runs", type=int, default=1, help="with --tools: runs of tune --trials 300 (slow)")
     args = ap.parse_args()
+    if args.questions:
+        res = questions(args.runs, args.tools, args.tune_runs)
+        print(json.dumps(res, indent=2) if args.json else questions_table(res))
+        return
     here = Path(__file__).resolve().parents[1]
     # this checkout's code (an editable install may point at another checkout, so not the `recommend` script)
     env = child_env(PYTHONPATH=str(here))

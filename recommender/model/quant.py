@@ -242,9 +242,14 @@ _NEVER_QUANTIZED = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.wei
 def _allows_quantization(name: str, shape: tuple[int, ...]) -> bool:
     # src/llama-quant.cpp: tensor_allows_quantization: only 2-D/3-D tensors ending in "weight", never norms, the MoE
     # router or the small tables listed above.
-    if len(shape) < 2 or not name.endswith("weight"):
-        return False
-    return not any(x in name for x in _NEVER_QUANTIZED)
+    return len(shape) >= 2 and _name_allows_quantization(name)
+
+
+@lru_cache(maxsize=None)
+def _name_allows_quantization(name: str) -> bool:
+    """The name part of _allows_quantization, once per tensor name (the same names recur in every model: tune sizes
+    thousands of model x quantization files)."""
+    return name.endswith("weight") and not any(x in name for x in _NEVER_QUANTIZED)
 
 
 def _is_70b(key) -> bool:  # key: recommender.model.arch.ArchKey

@@ -22,8 +22,9 @@ from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Str
 from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
 from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
-    MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, attention_layers, clear_memos, decode_flops, per_record, prefill_flops,
-    prefill_flops_parts, recurrent_state_bytes, round_up)
+    MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, any_true, attention_layers, clear_memos, compressed, decode_flops, is_array,
+    maximum, minimum, per_model, per_record, prefill_flops, prefill_flops_parts, recurrent_state_bytes, round_int,
+    round_up, to_int, where)
 from recommender.predict.engines import rules_for
 from recommender.predict.engines.llama_cpp import (  # noqa: F401  (llama.cpp's terms, named here for their callers)
     dsv4_kv_elements, family_speed, llama_cpp_batch_columns_ms, llama_cpp_compute_buffer, llama_cpp_flash_attn, llama_cpp_latency_terms,
@@ -44,6 +45,15 @@ class RunShape(Strict):
     output_tokens: int
     kv_dtype: str
     gpu_layers: Optional[int] = None  # repeating layers on the GPU (llama.cpp partial offload); None = every layer
+
+
+class EstimateArrays:
+    """An Estimate's terms for arrays of configurations (``estimate`` with array arguments): the same names, numpy
+    arrays (one element per configuration) where Estimate has numbers, no bases. None where a figure is unknown for
+    every row (the profile lacks it)."""
+
+    def __init__(self, **fields) -> None:
+        self.__dict__.update(fields)
 
 
 class Estimate(RunShape):
@@ -109,14 +119,23 @@ def tied_output_bytes(spec: ModelSpec, quant: str, embd_bytes: int) -> int:
     """Bytes of the output projection a tied model loads from token_embd: the input-layer bytes (``embd_bytes``,
     :func:`variant_bytes`) less Gemma-4's per-layer-embedding table, which is input-only (a lookup, LLM_TENSOR_LAYER_INPUT
     in src/llama-arch.cpp, so llama.cpp keeps it in host memory with token_embd)."""
+    if is_array(embd_bytes):  # one row per configuration (module docstring of counts: array-agnostic)
+        return maximum(embd_bytes - per_model(_ple_bytes, spec, quant), 0)
     if not spec.per_layer_input_size:
         return embd_bytes
+    return max(embd_bytes - _ple_bytes(spec, quant), 0)
+
+
+def _ple_bytes(spec: ModelSpec, quant: str) -> int:
+    """Bytes of Gemma-4's per-layer-embedding table (0 for a model without one)."""
+    if not spec.per_layer_input_size:
+        return 0
     key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
     ple = _PLE_CACHE.get(key)
     if ple is None:
         ple = _PLE_CACHE[key] = sum(n for name, _t, n in weights_breakdown(spec, quant)
                                     if name == "per_layer_token_embd.weight")
-    return max(embd_bytes - ple, 0)
+    return ple
 
 
 def output_bytes(spec: ModelSpec, quant: str) -> int:
@@ -164,7 +183,7 @@ def _split_kv_elements(spec: ModelSpec) -> tuple[int, int]:
     """(full-attention, sliding-window) layers' K + V elements per token for a model with per-layer head sizes
     (Gemma-4: global_head_dim x num_global_key_value_heads on full layers, head_dim x num_key_value_heads on sliding
     ones; llama.cpp caches V even where V = K, src/llama-kv-cache.cpp sizes it by n_embd_v_gqa(il))."""
-    return (2 * (spec.full_num_kv_heads or spec.num_kv_heads) * spec.full_head_dim,
+    return (2 * where(spec.full_num_kv_heads, spec.full_num_kv_heads, spec.num_kv_heads) * spec.full_head_dim,
             2 * spec.num_kv_heads * spec.head_dim)
 
 
@@ -175,7 +194,7 @@ def _dsv4_engine(spec: ModelSpec, engine: str) -> None:
 
 @per_record
 def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
-    if spec.compress_pattern:
+    if compressed(spec):
         # DeepSeek-V4: the growth of its compressed caches per token (1/4 of a head_dim + indexer row on each CSA
         # layer, 1/128 of a head_dim row on each HCA layer); the sliding-window part does not grow
         _dsv4_engine(spec, engine)
@@ -183,6 +202,12 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
         head = spec.head_dim * max(spec.num_kv_heads, 1)
         per = pat.count("C") * (head + spec.indexer_head_dim) / 4 + pat.count("H") * head / 128
         return int(round(per * C.KV_DTYPE_BYTES[kv_dtype]))
+    if is_array(spec.full_head_dim):
+        full_el, swa_el = _split_kv_elements(spec)
+        full_layers = attention_layers(spec) - spec.num_swa_layers
+        split = round_int((full_el * full_layers + swa_el * spec.num_swa_layers) * C.KV_DTYPE_BYTES[kv_dtype])
+        per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
+        return where(spec.full_head_dim, split, round_int(per_layer * attention_layers(spec)))
     if spec.full_head_dim:
         full_el, swa_el = _split_kv_elements(spec)
         full_layers = attention_layers(spec) - spec.num_swa_layers
@@ -195,13 +220,19 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
 def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str = "llama.cpp",
                    kv_dtype: str = "f16") -> int:
     """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
-    if spec.compress_pattern:
+    if compressed(spec):
         _dsv4_engine(spec, engine)
         return int(round(dsv4_kv_elements(spec, context_tokens) * C.KV_DTYPE_BYTES[kv_dtype] * batch)) \
             + recurrent_state_bytes(spec, batch)
     per_layer_token = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
     ctx, swa_tokens = rules_for(engine).kv_cache_tokens(spec, context_tokens)  # the engine's padding
     full_layers = attention_layers(spec) - spec.num_swa_layers
+    if is_array(spec.full_head_dim, ctx):  # one row per configuration: both forms, each row takes its own
+        full_el, swa_el = _split_kv_elements(spec)
+        split = round_int((full_el * full_layers * ctx + swa_el * spec.num_swa_layers * swa_tokens)
+                          * C.KV_DTYPE_BYTES[kv_dtype] * batch)
+        plain = round_int(per_layer_token * (full_layers * ctx + spec.num_swa_layers * swa_tokens) * batch)
+        return where(spec.full_head_dim, split, plain) + recurrent_state_bytes(spec, batch)
     if spec.full_head_dim:  # Gemma-4: per-layer head sizes (KV-shared layers are not in attention_layers)
         full_el, swa_el = _split_kv_elements(spec)
         elements = full_el * full_layers * ctx + swa_el * spec.num_swa_layers * swa_tokens
@@ -271,31 +302,34 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
     kv_dtype = kv_dtype or C.ENGINE_KV_DTYPES[engine][0]
     if kv_dtype not in C.ENGINE_KV_DTYPES[engine]:
         raise ValueError(f"KV dtype {kv_dtype} is not one {engine} offers ({', '.join(C.ENGINE_KV_DTYPES[engine])})")
-    n_layers = max(spec.num_layers, 1)
-    if gpu_layers is not None and gpu_layers > n_layers:
+    # arrays (recommender.predict.vector): one element per configuration; gpu_layers then holds 1..num_layers
+    vec = is_array(context_tokens, spec.num_layers, gpu_layers)
+    n_layers = maximum(spec.num_layers, 1)
+    if not vec and gpu_layers is not None and gpu_layers > n_layers:
         gpu_layers = None
     if gpu_layers is not None:
         if not r.spec.partial_offload or hw.backend == "metal":
             raise ValueError("partial offload (gpu_layers) is modelled for llama.cpp on a discrete GPU only")
-        if gpu_layers < 0:
+        if not vec and gpu_layers < 0:
             raise ValueError(f"gpu_layers must be >= 0, not {gpu_layers}")
     if prompt_tokens is None:
-        prompt_tokens = max(context_tokens - output_tokens, 1)
+        prompt_tokens = maximum(context_tokens - output_tokens, 1)
     if variant is not None:
         wbytes, embd_b, expert_b = variant.weights_bytes, variant.embedding_bytes, variant.expert_bytes
         weights_provenance = variant.weights_bytes_provenance
     else:
-        (wbytes, embd_b, expert_b), weights_provenance = variant_bytes(spec, quant), "estimated"
+        (wbytes, embd_b, expert_b), weights_provenance = per_model(variant_bytes, spec, quant), "estimated"
     host = 0
     if r.host_embeddings(hw):
         # llama.cpp keeps the input embedding table in host memory (its input layer is assigned to the CPU);
         # a tied output projection is loaded on the GPU as well.
         host = embd_b
     resident = wbytes
-    if r.skips_mtp_blocks() and spec.nextn_layers:
-        mtp_total, mtp_experts = mtp_bytes(spec, quant)  # MTP blocks: in the file, not loaded
-        resident, expert_b = wbytes - mtp_total, max(expert_b - mtp_experts, 0)
-    gpu_weights = resident - host + (tied_output_bytes(spec, quant, embd_b) if host and spec.tie_word_embeddings else 0)
+    if r.skips_mtp_blocks() and any_true(spec.nextn_layers):
+        mtp_total, mtp_experts = per_model(mtp_bytes, spec, quant)  # MTP blocks: in the file, not loaded
+        resident, expert_b = wbytes - mtp_total, maximum(expert_b - mtp_experts, 0)
+    tied = where(spec.tie_word_embeddings, tied_output_bytes(spec, quant, embd_b), 0)
+    gpu_weights = resident - host + (tied if any_true(host) else 0)
     kv_pt = kv_bytes_per_token(spec, engine, kv_dtype)
     kv_total = kv_cache_bytes(spec, context_tokens, batch, engine, kv_dtype)
     gpu_frac = 1.0  # share of the repeating layers (and of their KV cache) on the GPU
@@ -305,18 +339,17 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
         # and the output layer (index n_layer) on the GPU, i.e. g - 1 blocks plus the output layer for 1 <= g <=
         # n_layer; measured on the H200 with llama-cpp-python 0.3.36 (CUDA0 KV buffer 13/28 of the cache at g = 14).
         # Each block's KV cache lives with its block (offload_kqv). Blocks are taken as equal in size.
-        out_b = output_bytes(spec, quant)
-        if spec.tie_word_embeddings:
-            out_b += tied_output_bytes(spec, quant, embd_b)  # a tied output projection is loaded where the output layer is (see `host` above)
-        blocks = max(resident - embd_b - output_bytes(spec, quant), 0)
-        gpu_blocks = max(gpu_layers - 1, 0)
+        out_b = per_model(output_bytes, spec, quant)
+        # a tied output projection is loaded where the output layer is (see `host` above)
+        out_b = out_b + tied
+        blocks = maximum(resident - embd_b - per_model(output_bytes, spec, quant), 0)
+        gpu_blocks = maximum(gpu_layers - 1, 0)
         gpu_frac = gpu_blocks / n_layers
-        out_gpu = out_b if gpu_layers >= 1 else 0
-        gpu_weights = int(blocks * gpu_frac) + out_gpu
-        host_layer_bytes = blocks - int(blocks * gpu_frac) + (out_b - out_gpu)
-        host = embd_b + host_layer_bytes - (tied_output_bytes(spec, quant, embd_b)
-                                            if spec.tie_word_embeddings and not out_gpu else 0)
-    kv_gpu = int(round(kv_total * gpu_frac))
+        out_gpu = where(gpu_layers >= 1, out_b, 0)
+        gpu_weights = to_int(blocks * gpu_frac) + out_gpu
+        host_layer_bytes = blocks - to_int(blocks * gpu_frac) + (out_b - out_gpu)
+        host = embd_b + host_layer_bytes - where(out_gpu, 0, tied)
+    kv_gpu = round_int(kv_total * gpu_frac)
     compute, compute_basis = r.compute_buffer(spec, quant, hw, context_tokens, prompt_tokens, batch)
     runtime, runtime_basis = _runtime_overhead(engine, hw)
     total = gpu_weights + kv_gpu + compute + runtime
@@ -350,14 +383,18 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     family = _family(quant)
     notes: list[str] = []
     basis: dict[str, str] = {"formula": C.ESTIMATE_FORMULA_VERSION}
+    # arrays (recommender.predict.vector): one element per configuration, the same formulas; the bases (text) are
+    # written for a single configuration only
+    vec = is_array(context_tokens, prompt_tokens, spec.num_layers, gpu_weights)
 
     # --- memory -----------------------------------------------------------------------------------------
-    basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
-                       f"[{runtime_basis}]")
-    if gpu_layers is not None:
+    if not vec:
+        basis["memory"] = (f"weights on GPU + KV ({kv_dtype}) + compute buffer [{compute_basis}] + runtime "
+                           f"[{runtime_basis}]")
+    if gpu_layers is not None and not vec:
         basis["offload"] = (f"llama.cpp n_gpu_layers={gpu_layers}: the output layer and {max(gpu_layers - 1, 0)} of "
                             f"{n_layers} blocks (with their share of the KV cache) on the GPU, the rest in host RAM")
-    elif host:
+    elif any_true(host) and not vec:
         basis["host_weights_bytes"] = "llama.cpp token embeddings stay in host RAM"
     r = rules_for(engine)
     notes += r.memory_notes(hw)
@@ -388,48 +425,53 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             eff_c, peak, peak_name, mfu_c = cpu
         else:  # the GPU-fitted efficiencies of these engines do not hold on a CPU: calibrated or unknown
             bw = 0.0
-    basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec:.3f} ms "
-                       f"[efficiency: {eff_c.source}]")
+    if not vec:
+        basis["decode"] = (f"bytes/({hw.name} bandwidth x {eff_c.value}) + {ovh_dec:.3f} ms "
+                           f"[efficiency: {eff_c.source}]")
 
     # bytes read per decode step: every GPU-resident weight once (routed experts: only those the batch
     # touches), plus the KV cache of every sequence at its mean length during generation.
     host_weights_read = host_layer_bytes
     host_expert = 0.0  # routed-expert bytes in host RAM (partial offload of an MoE)
-    if spec.is_moe and expert_b:
-        e, k = spec.num_experts, spec.num_experts_per_tok
+    moe = spec.is_moe & (expert_b > 0) if vec else spec.is_moe and expert_b
+    if any_true(moe):
+        e, k = where(moe, spec.num_experts, 1), spec.num_experts_per_tok
         touched = e * (1 - (1 - k / e) ** batch)  # expected distinct experts per layer for `batch` tokens
         # the experts live with their blocks: gpu_frac of them on the GPU, the rest (partial offload) in host RAM;
         # on either side a step reads only the experts its tokens touch
         gpu_expert = expert_b * gpu_frac
-        step_weights = gpu_weights - gpu_expert + gpu_expert * touched / e
-        host_expert = expert_b - gpu_expert
-        host_weights_read = host_layer_bytes - host_expert + host_expert * touched / e
-        basis["moe"] = f"expected distinct experts per step = E(1-(1-k/E)^batch) = {touched:.2f} of {e}"
+        step_weights = where(moe, gpu_weights - gpu_expert + gpu_expert * touched / e, gpu_weights)
+        host_expert = where(moe, expert_b - gpu_expert, 0.0)
+        host_weights_read = where(moe, host_layer_bytes - host_expert + host_expert * touched / e, host_layer_bytes)
+        if not vec:
+            basis["moe"] = f"expected distinct experts per step = E(1-(1-k/E)^batch) = {touched:.2f} of {e}"
     else:
         step_weights = gpu_weights
-    mean_ctx = min(prompt_tokens + output_tokens / 2, context_tokens)
-    kv_read = kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0
-    step_bytes = int(step_weights + kv_read * gpu_frac)
-    host_step = int(host_weights_read + kv_read * (1 - gpu_frac))
+    mean_ctx = minimum(prompt_tokens + output_tokens / 2, context_tokens)
+    kv_read = where(mean_ctx >= 1, kv_cache_bytes(spec, to_int(mean_ctx), batch, engine, kv_dtype), 0) if vec else (
+        kv_cache_bytes(spec, int(mean_ctx), batch, engine, kv_dtype) if mean_ctx >= 1 else 0)
+    step_bytes = to_int(step_weights + kv_read * gpu_frac)
+    host_step = to_int(host_weights_read + kv_read * (1 - gpu_frac))
     pre_mm, pre_attn = prefill_flops_parts(spec, prompt_tokens, batch)
     pre_flops = pre_mm + pre_attn
     host_dec_ms = host_pre_ms = 0.0
-    if host_step:
+    if any_true(host_step):
         # decode: the host layers are read from host RAM, one step after the GPU's (sequential layers)
         host_dec_ms = host_step / (C.HOST_MEMORY_BANDWIDTH.value * C.HOST_DECODE_BW_EFFICIENCY.value) * 1e3
         # prefill: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights to the
         # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
         # (an MoE's routed experts reach the GPU at their own measured rate, HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S)
         ubatches = r.offload_copies(prompt_tokens * batch)
-        host_dense = max(host_layer_bytes - host_expert, 0.0)
+        host_dense = maximum(host_layer_bytes - host_expert, 0.0)
         host_pre_ms = (host_dense / C.HOST_TO_GPU_COPY_BYTES_PER_S.value
                        + host_expert / C.HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S.value) * ubatches * 1e3
-        experts = (f" (of which routed experts {host_expert / 1e9:.2f} GB at HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S "
-                   f"{C.HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S.value / 1e9:.1f} GB/s, the rest at "
-                   f"HOST_TO_GPU_COPY_BYTES_PER_S)" if host_expert else " / HOST_TO_GPU_COPY_BYTES_PER_S")
-        basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
-                                    f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches"
-                                    f"{experts} = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
+        if not vec:
+            experts = (f" (of which routed experts {host_expert / 1e9:.2f} GB at HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S "
+                       f"{C.HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S.value / 1e9:.1f} GB/s, the rest at "
+                       f"HOST_TO_GPU_COPY_BYTES_PER_S)" if host_expert else " / HOST_TO_GPU_COPY_BYTES_PER_S")
+            basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
+                                        f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches"
+                                        f"{experts} = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
 
     ttft = tpot = None
     kvq_gpu_ms = cols_gpu_ms = 0.0
@@ -443,16 +485,16 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     if bw:
         if kernel is not None and batch == 1:  # the weights' read time at this type's (single-sequence, tg128)
             # kernel speed, the KV cache's as before; batched decode runs other kernels (MMQ), not measured per type
-            kv_part = int(kv_read * gpu_frac)
+            kv_part = to_int(kv_read * gpu_frac)
             mem_ms = ((step_bytes - kv_part) * kernel["decode_factor"] + kv_part) / (bw * eff_c.value) * 1e3
         else:
             mem_ms = step_bytes / (bw * eff_c.value) * 1e3
-        kvq_ms, why = r.quantized_kv_decode_ms(spec, kv_dtype, hw, int(mean_ctx), batch)
+        kvq_ms, why = r.quantized_kv_decode_ms(spec, kv_dtype, hw, to_int(mean_ctx), batch)
         if why:
             mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3
             kvq_gpu_ms = kvq_ms * gpu_frac
             basis["kv_decode"] = why
-        comp_ms = decode_flops(spec, int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
+        comp_ms = decode_flops(spec, to_int(mean_ctx), batch) / (peak * mfu_c.value) * 1e3 if peak else 0.0
         moe_dec_ms, moe_pre_f, moe_why = r.moe_terms(spec)
         if moe_why:
             basis["moe_latency"] = moe_why
@@ -463,22 +505,40 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             cols_gpu_ms = cols_ms * gpu_frac
             tpot = mem_ms + cols_ms * gpu_frac + ovh_dec + host_dec_ms + moe_dec_ms
         else:
-            tpot = max(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
-        if dec_interval and not host_dec_ms:
+            tpot = maximum(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
+        if dec_interval and vec:  # rows with host layers have none (their spread is not the family's)
+            intervals["tpot_ms"] = (where(host_dec_ms, float("nan"), tpot * dec_interval[0]),
+                                    where(host_dec_ms, float("nan"), tpot * dec_interval[1]))
+        elif dec_interval and not host_dec_ms:
             intervals["tpot_ms"] = (tpot * dec_interval[0], tpot * dec_interval[1])
         if peak:
             pre_ms = (pre_mm * moe_pre_f + pre_attn) / (peak * pre_mfu_c.value) * 1e3
-            ttft = max(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
-            if pre_interval and not host_pre_ms:
+            ttft = maximum(pre_ms, gpu_weights / (bw * eff_c.value) * 1e3) + ovh_pre + host_pre_ms
+            if pre_interval and vec:
+                intervals["ttft_ms"] = (where(host_pre_ms, float("nan"), ttft * pre_interval[0]),
+                                        where(host_pre_ms, float("nan"), ttft * pre_interval[1]))
+            elif pre_interval and not host_pre_ms:
                 intervals["ttft_ms"] = (ttft * pre_interval[0], ttft * pre_interval[1])
-            basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {pre_mfu_c.value}), weights/(bandwidth x "
-                                f"{eff_c.value})) + {ovh_pre:g} ms "
-                                f"[MFU: {pre_mfu_c.source}]")
+            if not vec:
+                basis["prefill"] = (f"max(FLOPs/({hw.name} {peak_name} x MFU {pre_mfu_c.value}), weights/(bandwidth x "
+                                    f"{eff_c.value})) + {ovh_pre:g} ms "
+                                    f"[MFU: {pre_mfu_c.source}]")
         else:
             notes.append(f"TTFT unknown: the {hw.name} profile has no sourced FP16 (or INT8) peak figure")
     else:
         notes.append(f"latency unknown: the {hw.name} profile has no sourced memory bandwidth")
 
+    if vec:  # arrays: the terms by Estimate's field names, no record (recommender.predict.vector builds them)
+        return EstimateArrays(
+            model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
+            prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers,
+            weights_bytes=wbytes, weights_gpu_bytes=gpu_weights, host_weights_bytes=host, kv_bytes_per_token=kv_pt,
+            kv_cache_bytes=kv_total, compute_buffer_bytes=compute, runtime_overhead_bytes=runtime,
+            overhead_bytes=compute + runtime, total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot,
+            decode_bytes_per_step=step_bytes, decode_kv_bytes_per_step=to_int(kv_read * gpu_frac),
+            host_bytes_per_step=host_step, prefill_flops=pre_flops, prefill_attention_flops=pre_attn,
+            decode_kv_quant_ms=kvq_gpu_ms, decode_columns_ms=cols_gpu_ms, hardware_bandwidth_bytes_per_s=bw or 0.0,
+            notes=notes, intervals=intervals)
     # trusted (model_construct without its per-field overhead): every field is computed above from validated records
     return Estimate.trusted(
         model=spec.id, quant=quant, engine=engine, hardware=hw.name, context_tokens=context_tokens, batch=batch,
@@ -487,7 +547,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         weights_gpu_bytes=gpu_weights, host_weights_bytes=host, kv_bytes_per_token=kv_pt, kv_cache_bytes=kv_total,
         compute_buffer_bytes=compute, runtime_overhead_bytes=runtime, overhead_bytes=compute + runtime,
         total_vram_bytes=total, ttft_ms=ttft, tpot_ms=tpot, decode_bytes_per_step=step_bytes,
-        decode_kv_bytes_per_step=int(kv_read * gpu_frac), host_bytes_per_step=host_step, prefill_flops=pre_flops,
+        decode_kv_bytes_per_step=to_int(kv_read * gpu_frac), host_bytes_per_step=host_step, prefill_flops=pre_flops,
         prefill_attention_flops=pre_attn, decode_kv_quant_ms=kvq_gpu_ms, decode_columns_ms=cols_gpu_ms,
         weights_bytes_provenance=weights_provenance,
         hardware_bandwidth_bytes_per_s=bw or 0.0, basis=basis, notes=notes, intervals=intervals)

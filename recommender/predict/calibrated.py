@@ -14,7 +14,8 @@ from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes, variant_bytes
-from recommender.predict.counts import attention_layers, block_layers, decode_flops, moe_layers
+from recommender.predict.counts import (any_true, attention_layers, block_layers, decode_flops, is_array, minimum,
+                                        moe_layers, per_model, where, window_or)
 from recommender.predict.engines import rules_for
 
 # v2: TPOT features carry the quantized-KV and batched-column regimes; v3: the MoE layers' routing time (fixed, the
@@ -86,9 +87,9 @@ LOGIT_BYTES = 4  # llama.cpp's output logits are f32 (llama_get_logits: float *)
 def _attention_elements(est: Estimate, spec: ModelSpec) -> float:
     """Cached tokens x attention layers x query heads x head_dim of one decode step at the run's mean context (a
     sliding-window layer's window at most), every sequence: what flash attention's decode kernels compute over."""
-    mean_ctx = min(est.prompt_tokens + est.output_tokens / 2, est.context_tokens)
+    mean_ctx = minimum(est.prompt_tokens + est.output_tokens / 2, est.context_tokens)
     full = attention_layers(spec) - spec.num_swa_layers
-    keys = full * mean_ctx + spec.num_swa_layers * min(mean_ctx, spec.sliding_window or mean_ctx)
+    keys = full * mean_ctx + spec.num_swa_layers * minimum(mean_ctx, window_or(spec, mean_ctx))
     return keys * spec.num_attention_heads * spec.head_dim * est.batch
 
 
@@ -104,28 +105,29 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
         weights = est.decode_bytes_per_step - est.decode_kv_bytes_per_step
         # every feature in ms (a coefficient of 1 is the analytical figure); layers: attention + MLP pairs
         # (counts.block_layers), each with its kernel launches and host work per step
-        x = {f"weights/bw:{cls}": weights / bw * 1e3, "layers": block_layers(spec), "1 ms": 1.0}
+        x = {f"weights/bw:{cls}": weights / bw * 1e3, "layers": per_model(block_layers, spec), "1 ms": 1.0}
         # the kernel regimes the analytical path knows (llama.cpp on CUDA), kept as features so that calibration
         # does not undo them: a quantized KV cache decodes at its attention kernels' speed (per query head, not per
         # byte: analytical.quantized_kv_decode_ms) in place of its bytes' read time; an f16 cache's read time plus
         # its flash-attention work per query head (tokens x layers x query heads x head_dim x
         # C.KV_QUANT_ATTN_MS_PER_ELEMENT, the per-element time measured on quantized caches, as the scale): GQA
         # models with few KV heads read few bytes but compute every query head
-        if est.decode_kv_quant_ms:
+        if any_true(est.decode_kv_quant_ms):
             x["kv quant ms"] = est.decode_kv_quant_ms
         else:
             x["kv/bw"] = est.decode_kv_bytes_per_step / bw * 1e3
             x["attn elements ms"] = _attention_elements(est, spec) * C.KV_QUANT_ATTN_MS_PER_ELEMENT.value
         if b > 1 and hw.backend == "cpu":
             # a CPU's batched step multiplies every column on its cores (compute bound): cal-v2's terms
-            x["layers*(batch-1)"] = float(spec.num_layers * (b - 1))
-            x["(batch-1)*2N/peak"] = (b - 1) * 2.0 * (spec.params_active or spec.params_total) / peak_q * 1e3
+            x["layers*(batch-1)"] = 1.0 * spec.num_layers * (b - 1)
+            x["(batch-1)*2N/peak"] = (b - 1) * 2.0 * where(spec.params_active, spec.params_active,
+                                                           spec.params_total) / peak_q * 1e3
         elif b > 1:
             # a batched step: up to C.LLAMA_CPP_MMVQ_MAX_BATCH sequences mul_mat_vec_q's columns (dot products on the
             # CUDA cores); above, the MMQ matrix kernels: their column time (analytical.llama_cpp_batch_columns_ms)
             # and their own pass over the weights (tiles dequantized to int8 in shared memory, whatever the number
             # of columns up to a tile: "matrix weights/bw")
-            if est.decode_columns_ms:
+            if any_true(est.decode_columns_ms):
                 name = "columns ms" if b <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value else "mmq columns ms"
                 x[name] = est.decode_columns_ms
                 if cls == "kquant":  # K-quants' per-column work beyond the others' (vec_dot_q4_K..q6_K unpack the
@@ -158,7 +160,7 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
         if samples:  # the host reads every sequence's logits row to pick its token (argmax, samplers)
             x["argmax ms"] = b * spec.vocab_size * LOGIT_BYTES / C.HOST_MEMORY_BANDWIDTH.value * 1e3
         moe_ms = rules_for(est.engine).moe_terms(spec)[0]
-        if moe_ms:
+        if any_true(moe_ms):
             x["moe ms"] = moe_ms  # FIXED_FEATURES: coefficient 1
         return x
     if metric == "ttft_ms":
@@ -166,12 +168,12 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
         chunks = rules_for(est.engine).prefill_chunks(tokens)  # llama.cpp: micro-batches of n_ubatch
         mm = est.prefill_flops - est.prefill_attention_flops
         return {f"matmul/peak:{cls}": mm / peak_q * 1e3, "attention/peak": est.prefill_attention_flops / peak * 1e3,
-                "layers*ubatches": float(spec.num_layers * chunks),
+                "layers*ubatches": 1.0 * spec.num_layers * chunks,
                 "ubatches*weights/bw": chunks * est.weights_gpu_bytes / bw * 1e3, "1 ms": 1.0}
-    held = kv_cache_bytes(spec, min(est.prompt_tokens + est.output_tokens, est.context_tokens), b, est.engine,
+    held = kv_cache_bytes(spec, minimum(est.prompt_tokens + est.output_tokens, est.context_tokens), b, est.engine,
                           est.kv_dtype)
-    return {"weights_gpu": float(est.weights_gpu_bytes), "kv_cache": float(est.kv_cache_bytes),
-            "kv_held": float(held), "compute_buffer": float(est.compute_buffer_bytes), "1 byte": 1.0}
+    return {"weights_gpu": 1.0 * est.weights_gpu_bytes, "kv_cache": 1.0 * est.kv_cache_bytes,
+            "kv_held": 1.0 * held, "compute_buffer": 1.0 * est.compute_buffer_bytes, "1 byte": 1.0}
 
 
 def nominal_cpu(hw: HardwareProfile) -> HardwareProfile:
@@ -183,15 +185,22 @@ def nominal_cpu(hw: HardwareProfile) -> HardwareProfile:
 
 def _predict_linear(names: list[str], coef: list[float], x: dict[str, float]) -> Optional[float]:
     known = set(names)
+    if any(is_array(v) for v in x.values()):  # arrays of configurations: NaN where a row has an unknown feature
+        unknown = [v != 0 for k, v in x.items() if k not in known]
+        p = sum(c * x.get(n, 0.0) for n, c in zip(names, coef))
+        return where(sum(unknown) > 0, float("nan"), p) if unknown else p
     if any(v and k not in known for k, v in x.items()):
         return None  # a kernel class this hardware has no measured rows for
     return sum(c * x.get(n, 0.0) for n, c in zip(names, coef))
 
 
 def predict_term(t: Term, x: dict[str, float], analytic: Optional[float]) -> Optional[float]:
+    """The term's figure; None when it has none. With arrays of configurations NaN marks the rows without one."""
     if t.kind == "scale":
         return None if analytic is None else analytic * t.scale
     p = _predict_linear(t.features, t.coef, x)
+    if is_array(p):
+        return where(p > 0, p, float("nan"))
     return p if p is not None and p > 0 else None
 
 
@@ -233,13 +242,26 @@ class Calibrator:
     def figures(self, est: Estimate, spec: ModelSpec, hw: HardwareProfile, hw_key: str) -> dict[str, Figure]:
         """The calibrated figures (TTFT, TPOT, peak memory) of one analytical estimate on this hardware, each with
         its term's basis and interval; a metric without a term (or a kernel class the term never saw) is left out."""
+        out: dict[str, Figure] = {}
+        for metric, (val, interval, t) in self.values(est, spec, hw, hw_key).items():
+            if metric == "total_vram_bytes":
+                val = int(round(val))
+            out[metric] = Figure(value=val, unit="bytes" if metric == "total_vram_bytes" else "ms",
+                                 provenance="calibrated", basis=t.basis, interval=interval)
+        return out
+
+    def values(self, est: Estimate, spec: ModelSpec, hw: HardwareProfile, hw_key: str) -> dict[str, tuple]:
+        """metric -> (calibrated value, its interval, the term) of an analytical estimate on this hardware; a metric
+        without a term (or a kernel class the term never saw) is left out. Array-agnostic: ``est`` may hold arrays of
+        configurations (analytical.EstimateArrays, ``spec`` then a vector.Columns), the values are then arrays with
+        NaN where a row has no calibrated figure."""
         base, fhw = est, hw
         if hw.backend == "cpu":  # features and scale terms use the nominal CPU scale the rows were fitted with
             fhw = nominal_cpu(hw)
             base = estimate(spec, est.quant, est.engine, fhw, context_tokens=est.context_tokens,
                             batch=est.batch, prompt_tokens=est.prompt_tokens, output_tokens=est.output_tokens,
                             kv_dtype=est.kv_dtype)
-        out: dict[str, Figure] = {}
+        out: dict[str, tuple] = {}
         for metric in METRICS:
             t = self.terms.get((est.engine, hw_key, metric))
             if t is None or (metric == "total_vram_bytes" and hw.backend == "cpu"):
@@ -250,8 +272,5 @@ class Calibrator:
             # held-out relative errors e = (predicted - measured) / measured, so measured = predicted / (1 + e)
             lo, hi = t.interval
             interval = (val / (1 + hi), val / (1 + lo) if lo > -1 else math.inf)
-            if metric == "total_vram_bytes":
-                val = int(round(val))
-            out[metric] = Figure(value=val, unit="bytes" if metric == "total_vram_bytes" else "ms",
-                                 provenance="calibrated", basis=t.basis, interval=interval)
+            out[metric] = (val, interval, t)
         return out

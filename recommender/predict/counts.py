@@ -1,6 +1,13 @@
 """Engine-free arithmetic of a model: KV elements, recurrent state, FLOPs, MLP width, tensor-parallel divisibility,
 and the per-record memo the estimator's terms use. The engines' rules (recommender.predict.engines) and the
 estimator (recommender.predict.analytical) import it; it knows no engine.
+
+Array-agnostic (issue 26): every formula here and in the estimator takes plain numbers or numpy arrays alike (one
+element per configuration; a model's fields as arrays through recommender.predict.vector.Columns). The branches that
+depend on a configuration or a model go through :func:`where`, :func:`minimum`, :func:`maximum`, :func:`to_int`,
+:func:`round_int` and :func:`per_model`: with plain numbers they are Python's own ``a if c else b``, ``min``, ``max``,
+``int`` and ``int(round())``, so the per-row path computes exactly what it did; with arrays numpy's elementwise
+counterparts. One formula, two kinds of input (tests/predict/test_vector.py checks they agree).
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ def per_record(fn: _F) -> _F:
     def memoized(record, *args, **kwargs):
         if kwargs:
             return fn(record, *args, **kwargs)
+        if getattr(record, "map_rows", None) is not None or is_array(*args):
+            return fn(record, *args)  # arrays of configurations (recommender.predict.vector): not memoized
         key = (id(record), *args)
         hit = memo.get(key)
         if hit is not None and hit[0] is record:
@@ -46,6 +55,87 @@ def clear_memos() -> None:
         memo.clear()
 
 
+# --- array-agnostic primitives (module docstring) -----------------------------------------------------------------
+def is_array(*xs) -> bool:
+    """Whether any of ``xs`` is a numpy array (or numpy scalar): the elementwise forms are used then."""
+    for x in xs:
+        if hasattr(x, "shape"):
+            return True
+    return False
+
+
+def compressed(spec) -> bool:
+    """Whether ``spec`` has DeepSeek-V4's compressed attention (spec.compress_pattern: its caches, states and attention
+    terms have their own forms). Its configurations are predicted one by one (rank.candidates leaves them out of the
+    vectorized groups), so a columns record never holds one; one that does is refused rather than mispredicted."""
+    m = getattr(spec, "map_rows", None)
+    if m is None:
+        return bool(spec.compress_pattern)
+    if m(_has_compress_pattern).any():  # the records themselves: a columns field mixes strings and 0s as strings
+        raise ValueError("DeepSeek-V4 (compressed attention) rows are predicted one by one, not as columns")
+    return False
+
+
+def _has_compress_pattern(spec) -> bool:
+    return bool(spec.compress_pattern)
+
+
+def where(cond, a, b):
+    """``a if cond else b``, elementwise for arrays (both sides are computed then: keep them finite)."""
+    if hasattr(cond, "shape") or hasattr(a, "shape") or hasattr(b, "shape"):
+        import numpy as np  # noqa: PLC0415  (numpy only where arrays are predicted)
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+def minimum(a, b):
+    if hasattr(a, "shape") or hasattr(b, "shape"):
+        import numpy as np  # noqa: PLC0415
+        return np.minimum(a, b)
+    return min(a, b)
+
+
+def maximum(a, b):
+    if hasattr(a, "shape") or hasattr(b, "shape"):
+        import numpy as np  # noqa: PLC0415
+        return np.maximum(a, b)
+    return max(a, b)
+
+
+def to_int(x):
+    """``int(x)`` (toward zero), elementwise for arrays (int64)."""
+    if is_array(x):
+        import numpy as np  # noqa: PLC0415
+        return np.trunc(x).astype(np.int64)
+    return int(x)
+
+
+def round_int(x):
+    """``int(round(x))`` (half to even, as Python's round), elementwise for arrays (int64)."""
+    if is_array(x):
+        import numpy as np  # noqa: PLC0415
+        return np.rint(x).astype(np.int64)
+    return int(round(x))
+
+
+def any_true(x) -> bool:
+    """``bool(x)`` of a number; whether any element is true (non-zero) for an array."""
+    if is_array(x):
+        import numpy as np  # noqa: PLC0415
+        return bool(np.any(x))
+    return bool(x)
+
+
+def per_model(fn: Callable, record, *args):
+    """``fn(record, *args)`` of a per-model (or per-variant) term that is no arithmetic of the record's fields (a
+    pattern string counted, tensors summed): with a columns record (recommender.predict.vector.Columns) it is
+    computed once per distinct record and spread over the rows."""
+    m = getattr(record, "map_rows", None)
+    if m is not None:
+        return m(fn, *args)
+    return fn(record, *args)
+
+
 def kv_elements_per_token_per_layer(spec: ModelSpec, mla_latent: bool = True) -> int:
     """K and V elements one token adds to one layer's cache.
 
@@ -54,6 +144,10 @@ def kv_elements_per_token_per_layer(spec: ModelSpec, mla_latent: bool = True) ->
     qk_rope_head_dim per token (DeepSeek-V2 paper, sec. 2.1.2); one that does not (transformers' eager cache,
     ``mla_latent=False``) stores full per-head K (nope+rope) and V.
     """
+    if is_array(spec.num_kv_heads):
+        mla = (spec.kv_lora_rank + spec.qk_rope_head_dim if mla_latent else
+               spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim + spec.v_head_dim))
+        return where(spec.is_mla, mla, 2 * spec.num_kv_heads * spec.head_dim)
     if spec.is_mla:
         if not mla_latent:
             return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim + spec.v_head_dim)
@@ -87,19 +181,24 @@ def recurrent_state_bytes(spec: ModelSpec, batch: int) -> int:
     mamba_num_heads x mamba_head_dim (the spec's linear_* fields), checked against llama.cpp's RS buffer in
     tests/probes/test_synthetic.py.
     """
-    if spec.compress_pattern:
-        return dsv4_state_bytes(spec, batch)
+    return per_model(recurrent_state_bytes_per_sequence, spec) * batch
+
+
+def recurrent_state_bytes_per_sequence(spec: ModelSpec) -> int:
+    """:func:`recurrent_state_bytes` of one sequence."""
+    if compressed(spec):
+        return dsv4_state_bytes(spec, 1)
     n = spec.num_linear_attn_layers
     if not n:
         return 0
     if spec.layer_pattern and "C" in spec.layer_pattern:
         # LFM2 short convolutions (src/llama-hparams.cpp n_embd_r: n_embd x (L_cache - 1); no n_embd_s state)
-        return n * max(spec.linear_conv_kernel - 1, 0) * spec.hidden_size * RECURRENT_STATE_BYTES * batch
+        return n * max(spec.linear_conv_kernel - 1, 0) * spec.hidden_size * RECURRENT_STATE_BYTES
     d_inner = spec.linear_value_head_dim * spec.linear_num_value_heads
     d_state, n_group = spec.linear_key_head_dim, spec.linear_num_key_heads
     conv = max(spec.linear_conv_kernel - 1, 0) * (d_inner + 2 * n_group * d_state)
     state = d_state * d_inner
-    return n * (conv + state) * RECURRENT_STATE_BYTES * batch
+    return n * (conv + state) * RECURRENT_STATE_BYTES
 
 
 # DeepSeek-V4 compression ratios (src/llama-kv-cache-dsv4.h DSV4_CSA_RATIO / DSV4_HCA_RATIO) by pattern letter
@@ -145,19 +244,23 @@ def block_layers(spec: ModelSpec) -> float:
 # ------------------------------------------------------------------------------------------------------------
 def _dense_matmul_params(spec: ModelSpec, embd_params: int) -> int:
     """Parameters touched by matmuls for one token (active experts only; the embedding lookup is not a matmul)."""
-    return max(spec.params_active or spec.params_total, 1) - embd_params
+    return maximum(where(spec.params_active, spec.params_active, spec.params_total), 1) - embd_params
 
 
 def _causal_pairs(p: int, window: Optional[int]) -> float:
     """(query, key) pairs of causal attention over p tokens; with a sliding window each query sees at most w keys."""
+    if window is None:
+        return p * (p + 1) / 2
+    if is_array(p, window):
+        return where((window == 0) | (p <= window), p * (p + 1) / 2, window * (window + 1) / 2 + (p - window) * window)
     if not window or p <= window:
         return p * (p + 1) / 2
     return window * (window + 1) / 2 + (p - window) * window
 
 
 def _heads_dim(spec: ModelSpec) -> int:
-    return spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla
-                                       else spec.head_dim)
+    return spec.num_attention_heads * where(spec.is_mla, spec.qk_nope_head_dim + spec.qk_rope_head_dim,
+                                            spec.head_dim)
 
 
 @per_record
@@ -169,13 +272,13 @@ def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tupl
     causally (and within the window on sliding-window layers). The output projection runs for the last token only
     (llama.cpp and vLLM compute logits of the last position)."""
     embd = spec.vocab_size * spec.hidden_size
-    out_proj = 0 if spec.tie_word_embeddings else embd
+    out_proj = where(spec.tie_word_embeddings, 0, embd)
     matmul = _dense_matmul_params(spec, embd) - out_proj
     full = attention_layers(spec) - spec.num_swa_layers
     pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
                                                                                             spec.sliding_window)
     attn = 4.0 * _heads_dim(spec) * pairs
-    if spec.compress_pattern:
+    if compressed(spec):
         attn += _dsv4_attention_flops(spec, prompt_tokens, prefill=True)
     return batch * (2.0 * matmul * prompt_tokens + 2.0 * spec.vocab_size * spec.hidden_size), batch * attn
 
@@ -189,10 +292,10 @@ def prefill_flops(spec: ModelSpec, prompt_tokens: int, batch: int) -> float:
 def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
     """One decode step: 2 x active params plus attention over the cached context (the window on SWA layers)."""
     embd = spec.vocab_size * spec.hidden_size
-    matmul = _dense_matmul_params(spec, embd) + (embd if spec.tie_word_embeddings else 0)
+    matmul = _dense_matmul_params(spec, embd) + where(spec.tie_word_embeddings, embd, 0)
     full = attention_layers(spec) - spec.num_swa_layers
-    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
-    extra = _dsv4_attention_flops(spec, context_tokens, prefill=False) if spec.compress_pattern else 0.0
+    keys = full * context_tokens + spec.num_swa_layers * minimum(context_tokens, window_or(spec, context_tokens))
+    extra = _dsv4_attention_flops(spec, context_tokens, prefill=False) if compressed(spec) else 0.0
     return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys + extra)
 
 
@@ -216,9 +319,15 @@ def _dsv4_attention_flops(spec: ModelSpec, tokens: int, prefill: bool) -> float:
             + 2.0 * spec.indexer_heads * spec.indexer_head_dim * n_csa * scored)
 
 
+def window_or(spec: ModelSpec, context_tokens):
+    """``spec.sliding_window or context_tokens``: the window of a sliding-window model, else the context."""
+    return where(spec.sliding_window, spec.sliding_window, context_tokens) if is_array(spec.sliding_window) \
+        else (spec.sliding_window or context_tokens)
+
+
 def mlp_width(spec: ModelSpec) -> int:
     """Width of the widest MLP intermediate a token's forward holds: the dense intermediate, or the active experts'."""
-    return max(spec.intermediate_size, spec.moe_intermediate_size * max(spec.num_experts_per_tok, 1))
+    return maximum(spec.intermediate_size, spec.moe_intermediate_size * maximum(spec.num_experts_per_tok, 1))
 
 
 def tp_supported(spec: ModelSpec, n: int) -> Optional[str]:

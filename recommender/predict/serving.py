@@ -43,6 +43,7 @@ from typing import Optional
 
 from recommender.core.records import Figure, Provenance, Strict
 from recommender.predict.constants import Const
+from recommender.predict.counts import is_array, maximum, where
 
 SERVE_MODEL_VERSION = "serve-v1"  # v1: one closed-loop model for recommend, tune --goodput and estimate
 
@@ -87,10 +88,18 @@ class ServePoint:
 
     def goodput(self, slo: Slo) -> float:
         """Requests/s meeting the SLOs: all of them (request throughput) or none (0)."""
-        return self.request_throughput_per_s if meets_slo(self.ttft_ms, self.tpot_ms, slo) else 0.0
+        return where(meets_slo(self.ttft_ms, self.tpot_ms, slo), self.request_throughput_per_s, 0.0)
 
 
 def meets_slo(ttft_ms: float, tpot_ms: float, slo: Slo) -> bool:
+    """Whether TTFT and TPOT meet the SLOs (elementwise for arrays of configurations)."""
+    if is_array(ttft_ms, tpot_ms):
+        ok = True
+        if slo.ttft_ms is not None:
+            ok = ok & (ttft_ms <= slo.ttft_ms)
+        if slo.tpot_ms is not None:
+            ok = ok & (tpot_ms <= slo.tpot_ms)
+        return ok
     return (slo.ttft_ms is None or ttft_ms <= slo.ttft_ms) and (slo.tpot_ms is None or tpot_ms <= slo.tpot_ms)
 
 
@@ -105,13 +114,14 @@ def serve_point(concurrency: int, single_ttft_ms: Optional[float], batch_ttft_ms
                 batch_tpot_ms: Optional[float], output_tokens: int) -> Optional[ServePoint]:
     """The closed-loop steady state from a configuration's TTFT alone (``single_ttft_ms``: one prompt), its TTFT at
     batch = ``concurrency`` (the prefill of that many prompts) and its TPOT there (a decode step with ``concurrency``
-    sequences); None when one is unknown."""
+    sequences); None when one is unknown. Array-agnostic: the times may be arrays of configurations (NaN: unknown)
+    at one concurrency."""
     if single_ttft_ms is None or batch_ttft_ms is None or batch_tpot_ms is None or concurrency < 1:
         return None
     n = concurrency
-    steps = max(output_tokens - 1, 1)
+    steps = maximum(output_tokens - 1, 1)
     p = batch_ttft_ms / n
-    ttft = max(single_ttft_ms, batch_tpot_ms if n > 1 else 0.0) * ttft_queue_factor(n)
+    ttft = maximum(single_ttft_ms, batch_tpot_ms if n > 1 else 0.0) * ttft_queue_factor(n)
     tpot = batch_tpot_ms + (n - 1) * p / steps
     return ServePoint(concurrency=n, output_tokens=output_tokens, prefill_ms=p, decode_step_ms=batch_tpot_ms,
                       ttft_ms=ttft, tpot_ms=tpot, e2e_ms=ttft + steps * tpot)

@@ -147,10 +147,7 @@ class CandidateBuilder:
         q, hw, wl = self.q, self.q.hardware, self.q.workload
         spec: ModelSpec = self.models[mid]
         quality = self.quality_figures(mid, quant)
-        key = (engine, quant)
-        if key not in self._support:  # per (engine, quant) on this hardware
-            self._support[key] = engine_supported(engine, QUANTS[quant].family, quant, hw)
-        unsupported = self._support[key]
+        unsupported = self.supported(engine, quant)  # per (engine, quant) on this hardware
         think, mode = reasoning_tokens(spec, wl.output_tokens)
         n_out = wl.output_tokens + think  # decoded tokens: hidden reasoning, then the visible answer
         prompt = min(wl.prompt_tokens, max(ctx - n_out, 1))
@@ -177,25 +174,7 @@ class CandidateBuilder:
                                          basis=f"time to the visible answer = TTFT {t.value:.0f} ms + {think} reasoning "
                                                f"tokens x TPOT {d.value:.1f} ms ({mode})")
             lat, vram = figs[field].value, figs["total_vram_bytes"].value
-            reasons = []
-            if think and ctx < wl.prompt_tokens + n_out:
-                reasons.append(f"context {ctx} holds no {wl.prompt_tokens}-token prompt + {think} reasoning + "
-                               f"{wl.output_tokens} answer tokens")
-            if unsupported:
-                reasons.append(unsupported)
-            if ctx > spec.max_position_embeddings:
-                reasons.append(f"context {ctx} exceeds the model's maximum of {spec.max_position_embeddings}")
-            budget = hw.memory_bytes if q.machine is not None else q.vram_bytes  # one GPU of a machine: its own
-            if plan is None and vram > budget:
-                reasons.append(f"needs {vram / 1024**3:.1f} GiB of GPU memory, budget is "
-                               f"{budget / 1024**3:.1f} GiB")
-            if q.max_latency_ms is not None:
-                if lat is None:
-                    reasons.append(f"{q.latency_metric.upper()} unknown ({'; '.join(notes) or 'no data'}), "
-                                   f"so the latency limit cannot be checked")
-                elif lat > q.max_latency_ms:
-                    reasons.append(f"{q.latency_metric.upper()} {lat:.0f} ms exceeds the limit of "
-                                   f"{q.max_latency_ms:.0f} ms")
+            reasons = self.reasons(spec, ctx, think, n_out, unsupported, plan is None, vram, lat, notes)
             return {"params_total": spec.params_total, "params_active": spec.params_active, "rank": None,
                     "score": None, "score_parts": {}, "latency_ms": lat, "excluded": reasons}
 
@@ -226,6 +205,48 @@ class CandidateBuilder:
                 c.excluded.insert(0, f"at batch {batch} requests miss the serve SLOs: {g.basis.split(';')[0]}")
         return c
 
+    def reasons(self, spec: ModelSpec, ctx: int, think: int, n_out: int, unsupported: Optional[str], one_gpu: bool,
+                vram: float, lat: Optional[float], notes: list[str]) -> list[str]:
+        """The hard limits a configuration breaks (its context, its engine, its memory on one GPU, its latency), as
+        the lines a user reads; the serve SLOs and a split's devices are checked by ``build``."""
+        q, wl, hw = self.q, self.q.workload, self.q.hardware
+        reasons = []
+        if think and ctx < wl.prompt_tokens + n_out:
+            reasons.append(f"context {ctx} holds no {wl.prompt_tokens}-token prompt + {think} reasoning + "
+                           f"{wl.output_tokens} answer tokens")
+        if unsupported:
+            reasons.append(unsupported)
+        if ctx > spec.max_position_embeddings:
+            reasons.append(f"context {ctx} exceeds the model's maximum of {spec.max_position_embeddings}")
+        budget = hw.memory_bytes if q.machine is not None else q.vram_bytes  # one GPU of a machine: its own
+        if one_gpu and vram > budget:
+            reasons.append(f"needs {vram / 1024**3:.1f} GiB of GPU memory, budget is "
+                           f"{budget / 1024**3:.1f} GiB")
+        if q.max_latency_ms is not None:
+            if lat is None:
+                reasons.append(f"{q.latency_metric.upper()} unknown ({'; '.join(notes) or 'no data'}), "
+                               f"so the latency limit cannot be checked")
+            elif lat > q.max_latency_ms:
+                reasons.append(f"{q.latency_metric.upper()} {lat:.0f} ms exceeds the limit of "
+                               f"{q.max_latency_ms:.0f} ms")
+        return reasons
+
+    def supported(self, engine: str, quant: str) -> Optional[str]:
+        """None when the engine runs this quantization on the query's hardware, else why not (once per pair)."""
+        key = (engine, quant)
+        if key not in self._support:
+            self._support[key] = engine_supported(engine, QUANTS[quant].family, quant, self.q.hardware)
+        return self._support[key]
+
+    def table(self, keys: list) -> "KeyTable":
+        """The figures ranking reads for every configuration of ``keys`` (CandidateKey, or any record with model,
+        quant, engine, context_tokens, batch and optionally kv_dtype and gpu_layers), computed by the vectorized
+        Predictor (recommender.predict.vector) in groups of one quantization, engine, KV dtype and batch: memory,
+        TTFT, TPOT, E2E, the constrained latency, serving figures and goodput, and whether a hard limit excludes it.
+        The same figures as ``build`` of each key (tests/predict/test_vector.py); records are built only by
+        ``row(i).full()``. A multi-GPU machine's keys are left to ``build`` (vectorized: False)."""
+        return KeyTable(self, keys)
+
     def _offload_memory(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: Optional[int]):
         q, spec = self.q, self.models[mid]
         return memory(spec, quant, engine, q.hardware, context_tokens=ctx, batch=batch,
@@ -238,22 +259,59 @@ class CandidateBuilder:
         estimate's error and the runtime, as one sets -ngl leaving a margin), found by bisection on the memory terms
         alone; None when the whole model fits (the GPU-only configuration is the plan), not even the output layer
         fits, or host RAM (q.host_ram_bytes) cannot hold the rest of the weights and their KV cache."""
-        q, spec = self.q, self.models[mid]
-        if self._offload_memory(mid, quant, engine, ctx, batch, None).total_bytes <= q.vram_bytes:
-            return None
+        return self.offload_layers_many([(mid, quant, engine, ctx, batch)])[0]
+
+    def offload_layers_many(self, reqs: list[tuple[str, str, str, int, int]]) -> list[Optional[int]]:
+        """``offload_layers`` of many configurations (model, quant, engine, context, batch): the same bisection for
+        every one at once, on arrays (analytical.memory with arrays of n_gpu_layers), in groups of one quantization,
+        engine and batch."""
+        import numpy as np  # noqa: PLC0415
+
+        from recommender.predict.vector import Columns  # noqa: PLC0415
+
+        q, wl = self.q, self.q.workload
+        out: list[Optional[int]] = [None] * len(reqs)
+        shared = self.__dict__.setdefault("_vector_shared", {"spec": {}})
+        ids, recs = list(self.models), list(self.models.values())
+        pos = {m: j for j, m in enumerate(ids)}
+        groups: dict[tuple, list[int]] = {}
+        for i, (mid, quant, engine, _ctx, batch) in enumerate(reqs):
+            if self.models[mid].compress_pattern:  # DeepSeek-V4: no offload plan yet (counts.compressed; docs/estimates.md)
+                continue
+            groups.setdefault((quant, engine, batch), []).append(i)
         target = q.vram_bytes - max(HEADROOM_SHARE * q.vram_bytes, HEADROOM_MIN_BYTES)
-        lo, hi, best = 1, max(spec.num_layers, 1), None
-        while lo <= hi:
-            n = (lo + hi) // 2
-            m = self._offload_memory(mid, quant, engine, ctx, batch, n)
-            if m.total_bytes <= target:
-                best, lo = (n, m), n + 1
-            else:
-                hi = n - 1
-        if best is None:
-            return None
-        n, m = best
-        return n if m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes) <= q.host_ram_bytes else None
+        for (quant, engine, batch), rows in groups.items():
+            mpos = np.array([pos[reqs[i][0]] for i in rows])
+            spec = Columns(recs, mpos, shared["spec"])
+            if quant not in shared:
+                shared[quant] = ([self.variants.get((m, quant)) for m in ids], {})
+            variant = Columns(shared[quant][0], mpos, shared[quant][1])
+            ctx = np.array([reqs[i][3] for i in rows])
+            prompt = np.minimum(wl.prompt_tokens, np.maximum(ctx - wl.output_tokens, 1))
+
+            def mem(n):
+                return memory(spec, quant, engine, q.hardware, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
+                              output_tokens=wl.output_tokens, variant=variant, gpu_layers=n)
+
+            over = mem(None).total_bytes > q.vram_bytes  # the whole model does not fit: offload is the plan
+            lo = np.ones(len(rows), dtype=np.int64)
+            hi = np.maximum(spec.num_layers, 1).astype(np.int64)
+            best = np.zeros(len(rows), dtype=np.int64)  # 0: not even the output layer fits
+            while True:
+                active = over & (lo <= hi)
+                if not active.any():
+                    break
+                n = np.where(active, (lo + hi) // 2, 1)
+                fit = mem(n).total_bytes <= target
+                best = np.where(active & fit, n, best)
+                lo = np.where(active & fit, n + 1, lo)
+                hi = np.where(active & ~fit, n - 1, hi)
+            m = mem(np.maximum(best, 1))
+            host_ok = m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes) <= q.host_ram_bytes
+            for j, i in enumerate(rows):
+                if over[j] and best[j] > 0 and host_ok[j]:
+                    out[i] = int(best[j])
+        return out
 
     def build_offload(self, mid: str, quant: str, engine: str, ctx: int, batch: int, n: int) -> Candidate:
         """The partial-offload candidate at n_gpu_layers ``n`` (offload_layers), with a note of the split."""
@@ -357,6 +415,7 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
     b, wl = builder, q.workload
     wanted = b.wanted
     out: list[CandidateKey] = []
+    offload: list[tuple[int, tuple]] = []  # (place in out, request): partial offload, found for all at once below
     only = {tuple(v) for v in q.variants}
     for (mid, quant) in b.variants:
         if wanted and mid not in wanted:
@@ -379,9 +438,15 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
                     out.append(CandidateKey(mid, quant, engine, ctx, batch))
                     if q.machine is not None:  # and on the first GPU alone
                         out.append(CandidateKey(mid, quant, engine, ctx, batch, False))
-                    n = b.offload_layers(mid, quant, engine, ctx, batch) if off and batch == 1 else None
-                    if n is not None:
-                        out.append(CandidateKey(mid, quant, engine, ctx, batch, gpu_layers=n))
+                    if off and batch == 1:
+                        offload.append((len(out), (mid, quant, engine, ctx, batch)))
+                        out.append(None)  # its place in the enumeration, kept or dropped below
+    if offload:
+        layers = b.offload_layers_many([r for _, r in offload])
+        for (at, (mid, quant, engine, ctx, batch)), n in zip(offload, layers):
+            if n is not None:
+                out[at] = CandidateKey(mid, quant, engine, ctx, batch, gpu_layers=n)
+        out = [k for k in out if k is not None]
     return out
 
 
@@ -392,9 +457,184 @@ def build_key(builder: CandidateBuilder, k: CandidateKey, screen: bool = False) 
 
 
 def enumerate_candidates(catalog: CatalogReader, q: Query, builder: Optional[CandidateBuilder] = None,
-                         screen: bool = False) -> list[Union[Candidate, OverBudget]]:
+                         screen: bool = False, rows: bool = False) -> list[Union[Candidate, OverBudget, "Row"]]:
     """Every candidate of a query, in a fixed order. ``screen``: memory first (CandidateBuilder.build); the list then
     holds OverBudget records where the memory alone excludes a candidate (recommender.score.order.rank takes
-    both)."""
+    both). ``rows``: the vectorized Predictor's rows (CandidateBuilder.table: numbers, ``full()`` for the record)."""
     b = builder or CandidateBuilder(catalog, q)
-    return [build_key(b, k, screen) for k in candidate_keys(q, b)]
+    keys = candidate_keys(q, b)
+    if rows:
+        table = b.table(keys)
+        return [table.row(i) for i in range(len(keys))]
+    return [build_key(b, k, screen) for k in keys]
+
+
+class KeyTable:
+    """The figures ranking reads for a list of configurations, as arrays (CandidateBuilder.table): computed in groups
+    by the vectorized Predictor, one element per key. ``row(i)`` is key i as a :class:`Row` (numbers, no record);
+    keys the vector path leaves out (``vectorized[i]`` False: a multi-GPU machine, a DeepSeek-V4 model, partial offload) are built one by
+    one (``CandidateBuilder.build``)."""
+
+    def __init__(self, builder: CandidateBuilder, keys: list) -> None:
+        import numpy as np  # noqa: PLC0415  (numpy where configurations are predicted as arrays)
+
+        from recommender.predict.vector import Columns, predict_group, serve_arrays  # noqa: PLC0415
+
+        self.builder, self.keys = builder, keys
+        b, q, wl = builder, builder.q, builder.q.workload
+        n = len(keys)
+        nan = float("nan")
+        cols = ("ttft_ms", "tpot_ms", "e2e_ms", "total_vram_bytes", "latency_ms", "goodput_per_s",
+                "output_throughput_tokens_per_s", "serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms",
+                "request_throughput_per_s", "raw_ttft_ms")
+        a = {c: np.full(n, nan) for c in cols}
+        excluded = np.zeros(n, dtype=bool)
+        vectorized = np.zeros(n, dtype=bool)
+        vram_p = np.array(["estimated"] * n, dtype=object)
+        lat_p = vram_p.copy()
+        groups: dict[tuple, list[int]] = {}
+        for i, k in enumerate(keys):
+            if q.machine is not None or b.models[k.model].compress_pattern:  # DeepSeek-V4: one by one (counts.compressed)
+                continue
+            groups.setdefault((k.quant, k.engine, getattr(k, "kv_dtype", None), k.batch,
+                               getattr(k, "gpu_layers", None) is not None), []).append(i)
+        field = LATENCY_FIELD[q.latency_metric]
+        # every model's fields and per-model terms, read once for all groups (vector.Columns over the catalog)
+        shared = b.__dict__.setdefault("_vector_shared", {"spec": {}})
+        ids = list(b.models)
+        recs = list(b.models.values())
+        pos = {m: j for j, m in enumerate(ids)}
+        if "think" not in shared:
+            shared["think"] = np.array([reasoning_tokens(s, wl.output_tokens)[0] for s in recs])
+            shared["maxpos"] = np.array([s.max_position_embeddings for s in recs])
+        single_of: dict[tuple, tuple] = {}  # (quant, engine, KV dtype, offload) -> (rows, TTFT at batch 1)
+        for (quant, engine, kv, batch, offload), rows in groups.items():
+            idx = np.array(rows)
+            mpos = np.array([pos[keys[i].model] for i in rows])
+            spec = Columns(recs, mpos, shared["spec"])
+            if quant not in shared:
+                shared[quant] = ([b.variants.get((m, quant)) for m in ids], {})
+            variant = Columns(shared[quant][0], mpos, shared[quant][1])
+            pairs = [(recs[j], shared[quant][0][j]) for j in mpos.tolist()] if b.predictor.measured else None
+            think = shared["think"][mpos]
+            ctx = np.array([keys[i].context_tokens for i in rows])
+            n_out = wl.output_tokens + think  # decoded tokens: hidden reasoning, then the visible answer
+            prompt = np.minimum(wl.prompt_tokens, np.maximum(ctx - n_out, 1))
+            gl = np.array([keys[i].gpu_layers for i in rows]) if offload else None  # llama.cpp n_gpu_layers
+            t = predict_group(b.predictor, spec, variant, quant, engine, ctx, batch, prompt, n_out, kv_dtype=kv,
+                              gpu_layers=gl, rows=pairs)
+            known = ~np.isnan(t.ttft_ms) & ~np.isnan(t.tpot_ms)
+            vis = t.ttft_ms
+            if b.slo is None:  # a reasoning checkpoint's visible answer starts after its reasoning tokens
+                vis = np.where((think > 0) & known, t.ttft_ms + think * t.tpot_ms, t.ttft_ms)
+            lat = {"ttft_ms": vis, "tpot_ms": t.tpot_ms, "e2e_ms": t.e2e_ms}[field]
+            lat_prov = {"ttft_ms": t.ttft_provenance, "tpot_ms": t.tpot_provenance, "e2e_ms": t.e2e_provenance}[field]
+            maxpos = shared["maxpos"][mpos]
+            ex = ((think > 0) & (ctx < wl.prompt_tokens + n_out)) | (ctx > maxpos) | (t.total_vram_bytes > q.vram_bytes)
+            if b.supported(engine, quant):
+                ex |= True
+            if q.max_latency_ms is not None:
+                ex |= np.isnan(lat) | (lat > q.max_latency_ms)
+            single = t.ttft_ms
+            same = (tuple(mpos.tolist()), tuple(ctx.tolist()), None if gl is None else tuple(gl.tolist()))
+            if batch == 1:
+                single_of[(quant, engine, kv, offload)] = (same, single)
+            else:  # serving needs the same configuration's TTFT at batch 1 (Predictor.serving)
+                hit = single_of.get((quant, engine, kv, offload))
+                if hit is not None and hit[0] == same:
+                    single = hit[1]
+                else:
+                    single = predict_group(b.predictor, spec, variant, quant, engine, ctx, 1, prompt, n_out,
+                                           kv_dtype=kv, gpu_layers=gl, rows=pairs).ttft_ms
+            # the serving figures without SLOs (tune's), from the figures the record holds: its TTFT is the visible
+            # answer's on a latency workload (Predictor.serving reads the record's TTFT at batch 1)
+            raw = serve_arrays(vis if batch == 1 else single, vis, t.tpot_ms, batch, n_out, None)
+            for c in ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s"):
+                a[c][idx] = raw[c]
+            a["output_throughput_tokens_per_s"][idx] = raw["output_throughput_tokens_per_s"]
+            if b.slo is not None:  # serve: goodput at the workload's SLOs, the visible answer's TTFT
+                sv = serve_arrays(single, t.ttft_ms, t.tpot_ms, batch, n_out, b.slo)
+                g = sv["goodput_requests_per_s"]
+                if b.slo.ttft_ms is not None:
+                    seen = sv["serve_ttft_ms"] + think * sv["serve_tpot_ms"]
+                    g = np.where((think > 0) & ~np.isnan(seen) & (seen > b.slo.ttft_ms), 0.0, g)
+                a["goodput_per_s"][idx] = g
+                ex |= g == 0
+            a["ttft_ms"][idx], a["tpot_ms"][idx], a["e2e_ms"][idx] = vis, t.tpot_ms, t.e2e_ms
+            a["raw_ttft_ms"][idx] = t.ttft_ms
+            a["total_vram_bytes"][idx], a["latency_ms"][idx] = t.total_vram_bytes, lat
+            vram_p[idx], lat_p[idx] = t.vram_provenance, lat_prov
+            excluded[idx], vectorized[idx] = ex, True
+        self.arrays, self.excluded, self.vectorized = a, excluded, vectorized
+        self.vram_provenance, self.latency_provenance = vram_p, lat_p
+        self._lists = {c: [None if v != v else v for v in a[c].tolist()] for c in cols}  # NaN -> None
+        self._rows: dict[int, Union["Row", Candidate]] = {}
+
+    def value(self, name: str, i: int) -> Optional[float]:
+        return self._lists[name][i]
+
+    def row(self, i: int) -> Union["Row", Candidate]:
+        """Key i as a Row (vectorized) or as the Candidate ``build`` makes (not vectorized); one object per key."""
+        r = self._rows.get(i)
+        if r is None:
+            k = self.keys[i]
+            if not self.vectorized[i]:
+                r = build_key(self.builder, k) if isinstance(k, CandidateKey) else self.builder.build(
+                    k.model, k.quant, k.engine, k.context_tokens, k.batch, kv_dtype=getattr(k, "kv_dtype", None),
+                    gpu_layers=getattr(k, "gpu_layers", None))
+            else:
+                r = Row(self, i)
+            self._rows[i] = r
+        return r
+
+
+class Row:
+    """One configuration as the numbers ranking reads (score.order: costs, order_key, choose_batches), from the
+    vectorized Predictor (KeyTable); ``full()`` builds its Candidate - the record ``CandidateBuilder.build`` makes,
+    every figure with its basis - for the rows that are shown. Its ``excluded`` lines are the hard limits it breaks
+    (a serve SLO miss in short: the shown record says by how much)."""
+
+    __slots__ = ("model", "quant", "engine", "context_tokens", "batch", "kv_dtype", "gpu_layers", "figures",
+                 "total_vram_bytes", "latency_ms", "ttft_ms", "tpot_ms", "goodput_per_s", "excluded", "score",
+                 "score_parts", "rank", "_table", "_i", "_full")
+    deferred = False
+
+    def __init__(self, table: KeyTable, i: int) -> None:
+        b, k, v = table.builder, table.keys[i], table.value
+        self.model, self.quant, self.engine, self.context_tokens, self.batch = (k.model, k.quant, k.engine,
+                                                                                 k.context_tokens, k.batch)
+        self.kv_dtype, self.gpu_layers = getattr(k, "kv_dtype", None), getattr(k, "gpu_layers", None)
+        quality = b.quality_figures(k.model, k.quant)
+        thr = v("output_throughput_tokens_per_s", i)
+        self.figures = quality if b.slo is None else {
+            **quality, "output_throughput_tokens_per_s": Figure(thr, "tokens/s", "estimated")}
+        self.total_vram_bytes = int(table.arrays["total_vram_bytes"][i])
+        self.latency_ms, self.ttft_ms, self.tpot_ms = v("latency_ms", i), v("ttft_ms", i), v("tpot_ms", i)
+        self.goodput_per_s = v("goodput_per_s", i)
+        self.score, self.score_parts, self.rank = None, {}, None
+        self._table, self._i, self._full = table, i, None
+        self.excluded = []
+        if table.excluded[i]:
+            spec = b.models[k.model]
+            think = reasoning_tokens(spec, b.q.workload.output_tokens)[0]
+            self.excluded = b.reasons(spec, k.context_tokens, think, b.q.workload.output_tokens + think,
+                                      b.supported(k.engine, k.quant), True, self.total_vram_bytes, self.latency_ms,
+                                      [])
+            if self.goodput_per_s == 0:
+                self.excluded.insert(0, f"at batch {k.batch} requests miss the serve SLOs")
+
+    zh_accuracy = property(lambda self: self.figures["zh_accuracy"].value)
+    en_accuracy = property(lambda self: self.figures["en_accuracy"].value)
+    ppl_ratio = property(lambda self: self.figures["ppl_ratio"].value)
+    task_accuracy = property(lambda self: self.figures["task_accuracy"].value)
+
+    def full(self) -> Candidate:
+        """The Candidate of this configuration (CandidateBuilder.build), with the score and rank ranking gave it."""
+        if self._full is None:
+            b, k = self._table.builder, self._table.keys[self._i]
+            self._full = build_key(b, k) if isinstance(k, CandidateKey) else b.build(
+                self.model, self.quant, self.engine, self.context_tokens, self.batch, kv_dtype=self.kv_dtype,
+                gpu_layers=self.gpu_layers)
+        c = self._full
+        c.score, c.score_parts, c.rank = self.score, dict(self.score_parts), self.rank
+        return c

@@ -12,7 +12,7 @@ from pydantic import Field
 from recommender.core.engines import engine_spec
 from recommender.core.freshness import dated_of, newer_sibling
 from recommender.core.records import CatalogReader, Strict
-from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateKey, build_key, candidate_keys,
+from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateKey, KeyTable, candidate_keys,
                                          skips_base)
 from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
@@ -76,17 +76,19 @@ def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, 
     """Top-down: the candidates (rank), ranked (score), the shown rows dressed (rank), then the notes."""
     builder = CandidateBuilder(catalog, q)
     keys = candidate_keys(q, builder)
+    # every configuration's figures as arrays (the vectorized Predictor); records only for the rows shown
+    table = builder.table(keys)
     if q.normalization == "value":  # every score is the candidate's own: the best first, until none can be shown
-        cands, (ranked, strongest, feasible) = best_first(keys, builder, q)
-    else:  # min-max, z-score: every row moves the scale, so every row is predicted
-        # memory first: a configuration above the budget is excluded before its latency is computed; rank builds it
-        # in full only where it could be shown (the strongest excluded)
-        cands = [build_key(builder, k, screen=True) for k in keys]
+        cands, (ranked, strongest, feasible) = best_first(keys, table, q)
+    else:  # min-max, z-score: every row moves the scale, so every row takes part (as numbers)
+        cands = [table.row(i) for i in range(len(keys))]
         ranked, strongest, feasible = rank(cands, q)
     if not ranked:  # nothing fits: the notes read every exclusion's reasons (an unknown latency among them)
         cands = [c.full() if getattr(c, "deferred", False) else c for c in cands]
     answer = answer_notes(cands, feasible, ranked, q.weights, q.normalization, q.workload.rank_by == "goodput")
     alt = over_limit_alternative(cands, ranked, q)
+    if alt is not None and hasattr(alt, "_table"):  # a row of the vectorized Predictor: shown as its record
+        alt = alt.full()
     alt_note = over_limit_note(alt, ranked[0], q) if alt is not None else None
     value = q.normalization == "value"
     evidence = evidence_rows(builder.tasks, ranked[:EVIDENCE_ROWS], tuple(q.workload.accuracy_tasks)) if value else []
@@ -146,7 +148,7 @@ def top_sibling(models: dict, model_id: str) -> Optional[NewerSibling]:
                                                  sibling=sib.id, sibling_released=sib.release_date)
 
 
-def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) -> tuple[list, tuple[list, list, list]]:
+def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[list, tuple[list, list, list]]:
     """(predicted candidates in enumeration order, rank's (ranked, strongest excluded, feasible)) of a value-method
     query, predicting only the variants (model x quant) that can be shown.
 
@@ -160,6 +162,7 @@ def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) ->
     enumeration's (tests/predict/test_prepass.py); only the counts of feasible and excluded configurations cover the
     predicted ones alone. Each configuration keeps its place in the enumeration, so ties are broken as in the full
     list."""
+    builder = table.builder
     by_variant: dict[tuple[str, str], list[int]] = {}
     for i, k in enumerate(keys):
         by_variant.setdefault((k.model, k.quant), []).append(i)
@@ -191,7 +194,7 @@ def best_first(keys: list[CandidateKey], builder: CandidateBuilder, q: Query) ->
                 put_variants(by_model[item])
                 continue
             for i in by_variant[item]:
-                built[i] = build_key(builder, keys[i], screen=True)
+                built[i] = table.row(i)
             n += 1
         step *= 2
         idx = sorted(built)

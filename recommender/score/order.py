@@ -163,6 +163,8 @@ def rank(cands: list, q) -> tuple[list, list, list]:
     de-duplicated to q.top; the best-scoring excluded ones (everything scored together, as if there were no limits),
     one per model, so --explain shows what the limits cost.
 
+    ``cands`` may hold rows of the vectorized Predictor (recommender.rank.candidates.Row: their figures as numbers):
+    the ranked and strongest excluded ones are returned as their full records (``full()``).
     ``cands`` may hold deferred records (``deferred`` true: recommender.rank.candidates.OverBudget, excluded by their
     memory alone): they are never feasible, and one is replaced in ``cands`` by its full candidate (``full()``) only
     where its figures matter - with the value method when its score's lower bound (lower_bound_costs) could place it
@@ -182,6 +184,8 @@ def rank(cands: list, q) -> tuple[list, list, list]:
         c.rank = None
     for i, c in enumerate(ranked, 1):
         c.rank = i
+    # rows of the vectorized Predictor (recommender.rank.candidates.Row: numbers only) are shown as their records
+    ranked = [c.full() if hasattr(c, "_table") else c for c in ranked]
     strongest: list = []
     if len(feasible) < len(cands):
         scale = value_scale(q) if q.normalization == "value" else None
@@ -209,7 +213,8 @@ def rank(cands: list, q) -> tuple[list, list, list]:
                 heapq.heappush(pool, (scored[i][0], model, i))
                 continue
             seen.add(model)
-            strongest.append(cands[i].model_copy(update={
+            shown = cands[i].full() if hasattr(cands[i], "_table") else cands[i]
+            strongest.append(shown.model_copy(update={
                 "score": round(s, SCORE_DECIMALS),
                 "score_parts": {k: round(v, SCORE_DECIMALS) for k, v in scored[i][1].items()}}))
     return ranked, strongest, feasible

@@ -364,7 +364,7 @@ def sensitivity(catalog: CatalogReader, q: Query, step: float = DEFAULT_STEP, sp
                 normalizations: Sequence[str] = NORMALIZATIONS) -> Sensitivity:
     """Enumerate and estimate the query's candidates once, then analyse the feasible ones."""
     check_grid(step, span)
-    cands = enumerate_candidates(catalog, q)
+    cands = enumerate_candidates(catalog, q, rows=True)  # numbers only: the analysis needs no record
     feasible = [c for c in cands if not c.excluded]
     if q.workload.rank_by == "goodput":  # the batch each configuration serves at, as recommend chooses it
         feasible = choose_batches(feasible)

@@ -355,6 +355,23 @@ class PredictedEvaluator:
                                                              kv_dtype=c.kv_dtype, gpu_layers=c.gpu_layers)
         return cand
 
+    def grid(self, configs: list[TuneConfig]) -> list[tuple[TuneConfig, GridOutcome]]:
+        """Every configuration's status, costs and serving figures, predicted as arrays (CandidateBuilder.table): the
+        figures ``__call__`` gives each (tests/predict/test_vector.py)."""
+        table = self.builder.table(configs)
+        out = []
+        serve_names = ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s",
+                       "output_throughput_tokens_per_s")
+        for i, c in enumerate(configs):
+            if not table.vectorized[i]:
+                out.append((c, self(c)))
+                continue
+            row = table.row(i)
+            serve = {"batch": float(c.batch), **{k: table.value(k, i) for k in serve_names}}
+            out.append((c, GridOutcome("infeasible" if row.excluded else "feasible", _costs(row, self.q.normalization),
+                                       serve)))
+        return out
+
     def __call__(self, c: TuneConfig, **_: Any) -> Outcome:
         cand = self.candidate(c)
         # reasons other than memory ("needs ...") and latency ("TTFT ..."): engine support, context too long
@@ -371,8 +388,22 @@ class PredictedEvaluator:
                               **{k: f.value for k, f in self.builder.serving(cand).items()}})
 
 
+class GridOutcome:
+    """One grid configuration as the grid's summary reads it (status, costs, serving figures), from the vectorized
+    Predictor (PredictedEvaluator.grid); a trial's Outcome carries the rest."""
+
+    __slots__ = ("status", "costs", "serve")
+
+    def __init__(self, status: str, costs: dict, serve: dict) -> None:
+        self.status, self.costs, self.serve = status, costs, serve
+
+
 def evaluate_grid(evaluator: PredictedEvaluator, space: Space) -> list[tuple[TuneConfig, Outcome]]:
-    return [(c, evaluator(c)) for c in space.configs()]
+    configs = space.configs()
+    grid = getattr(evaluator, "grid", None)
+    if grid is not None:  # predicted: every configuration at once (recommender.predict.vector)
+        return grid(configs)
+    return [(c, evaluator(c)) for c in configs]
 
 
 # ---------------------------------------------------------------------------------------------------------------

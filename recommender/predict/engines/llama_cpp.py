@@ -10,7 +10,8 @@ from typing import Optional
 from recommender.core.records import HardwareProfile, ModelSpec
 from recommender.predict import constants as C
 from recommender.predict.constants import MIB, Const
-from recommender.predict.counts import DSV4_RATIO, decode_flops, moe_layers, per_record, round_up
+from recommender.predict.counts import (DSV4_RATIO, any_true, decode_flops, is_array, maximum, minimum, moe_layers,
+                                        per_model, per_record, round_up, where, window_or)
 from recommender.predict.engines.base import EngineRules
 
 # llama.cpp: physical micro-batch used for prompt processing (n_ubatch default 512, common/common.h) and the
@@ -202,11 +203,13 @@ def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, hw: Hard
     if engine != "llama.cpp" or kv_dtype not in ("q8_0", "q4_0"):
         return None, ""
     full = spec.num_layers - spec.num_swa_layers
-    keys = full * context_tokens + spec.num_swa_layers * min(context_tokens, spec.sliding_window or context_tokens)
+    keys = full * context_tokens + spec.num_swa_layers * minimum(context_tokens, window_or(spec, context_tokens))
     elements = keys * spec.num_attention_heads * spec.head_dim * batch
     scale = (C.KV_QUANT_REFERENCE_FP32_FLOPS_PER_S.value / hw.fp32_flops_per_s) if hw.fp32_flops_per_s else 1.0
     ms = (C.KV_QUANT_DECODE_MS_PER_LAYER.value * spec.num_layers
           + C.KV_QUANT_ATTN_MS_PER_ELEMENT.value * elements * scale)
+    if is_array(ms):
+        return ms, f"{kv_dtype} cache (arrays)"
     return ms, (f"{kv_dtype} cache: {C.KV_QUANT_DECODE_MS_PER_LAYER.value} ms x {spec.num_layers} layers + "
                 f"{C.KV_QUANT_ATTN_MS_PER_ELEMENT.value:g} ms x {elements:,} (tokens x layers x query heads x "
                 f"head_dim) x {scale:.2f} (H200 FP32 / this GPU's) = {ms:.3f} ms in place of its bytes' read time "
@@ -236,12 +239,16 @@ def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: Ha
     if batch <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value and hw.fp32_flops_per_s:
         rate = C.LLAMA_CPP_MMVQ_FP32_FRACTION.value * hw.fp32_flops_per_s
         ms = (batch - 1) * col_flops / rate * 1e3
+        if is_array(ms):
+            return ms, f"batch {batch}: mul_mat_vec_q (arrays)"
         return ms, (f"batch {batch} <= {int(C.LLAMA_CPP_MMVQ_MAX_BATCH.value)}: mul_mat_vec_q, + {batch - 1} columns x "
                     f"{col_flops:.3g} FLOP / ({C.LLAMA_CPP_MMVQ_FP32_FRACTION.value} x FP32 {hw.fp32_flops_per_s:.3g} "
                     f"FLOP/s) = {ms:.2f} ms [{C.LLAMA_CPP_MMVQ_FP32_FRACTION.source}]")
     if not matrix_rate:
         return 0.0, ""
     ms = batch * col_flops / matrix_rate * 1e3
+    if is_array(ms):
+        return ms, f"batch {batch}: MMQ (arrays)"
     return ms, (f"batch {batch}: MMQ, {batch} columns x {col_flops:.3g} FLOP / the prompt rate {matrix_rate:.3g} "
                 f"FLOP/s = {ms:.2f} ms")
 
@@ -249,8 +256,12 @@ def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: Ha
 def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str]:
     """(extra decode ms/token, prefill matmul factor, basis) of an MoE model on llama.cpp (constants MOE_*); (0, 1, '')
     for a dense model or another engine."""
-    if engine != "llama.cpp" or not spec.is_moe:
+    if engine != "llama.cpp" or not any_true(spec.is_moe):
         return 0.0, 1.0, ""
+    if is_array(spec.is_moe):  # one row per configuration: dense rows add nothing, their factor is 1
+        layers = per_model(moe_layers, spec)
+        return (C.MOE_DECODE_MS_PER_LAYER.value * layers, where(spec.is_moe, C.MOE_PREFILL_MATMUL_FACTOR.value, 1.0),
+                "MoE (arrays)")
     layers = moe_layers(spec)  # the layers with an MoE block (a Mamba-2 hybrid's E letters, dense-first layers not)
     extra = C.MOE_DECODE_MS_PER_LAYER.value * layers
     f = C.MOE_PREFILL_MATMUL_FACTOR.value
@@ -284,6 +295,8 @@ def llama_cpp_compute_buffer(spec: ModelSpec, context_tokens: int, flash_attn: b
         return logits + resid, "(n_vocab + n_embd) x LLAMA_CPP_N_UBATCH x 4 B (logits + residual, flash attention)"
     n_kv = round_up(context_tokens, int(LLAMA_CPP_CTX_PAD.value))
     kq = n_kv * ub * spec.num_attention_heads * C.F32_BYTES
+    if is_array(kq):
+        return maximum(logits, kq) + resid, "max(logits, KQ) + n_embd x n_ubatch x 4 B (no flash attention)"
     return (max(logits, kq) + resid,
             f"max(logits, KQ = n_kv {n_kv} x n_ubatch x n_head x 4 B) + n_embd x n_ubatch x 4 B (no flash attention)")
 
@@ -317,7 +330,10 @@ class LlamaCppRules(EngineRules):
     def kv_cache_tokens(self, spec: ModelSpec, context_tokens: int) -> tuple[int, int]:
         pad = int(LLAMA_CPP_CTX_PAD.value)
         ctx = round_up(context_tokens, pad)
-        swa = min(context_tokens, spec.sliding_window or context_tokens)
+        swa = minimum(context_tokens, window_or(spec, context_tokens))
+        if is_array(ctx, spec.sliding_window):
+            iswa = minimum(ctx, round_up(spec.sliding_window + int(LLAMA_CPP_N_UBATCH.value), pad))
+            return ctx, where((spec.num_swa_layers > 0) & (spec.sliding_window > 0), iswa, swa)
         if spec.num_swa_layers and spec.sliding_window:
             # llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp): size_swa = GGML_PAD(min(size_base, n_swa + n_ubatch),
             # 256) cells per sequence stream (kv_unified off, the default): the window plus one micro-batch
@@ -387,7 +403,7 @@ class LlamaCppRules(EngineRules):
         # partial offload: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights
         # to the GPU (ggml-cuda.cu ggml_backend_cuda_device_offload_op)
         ub = int(LLAMA_CPP_N_UBATCH.value)
-        return tokens // ub + (1 if tokens % ub >= C.GGML_CUDA_OFFLOAD_MIN_BATCH.value else 0)
+        return tokens // ub + where(tokens % ub >= C.GGML_CUDA_OFFLOAD_MIN_BATCH.value, 1, 0)
 
     # --- several GPUs ------------------------------------------------------------------------------------------
     def default_plan_mode(self, spec: ModelSpec, count: int, homogeneous: bool) -> Optional[str]:

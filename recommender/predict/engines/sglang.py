@@ -24,7 +24,7 @@ from typing import Optional
 
 from recommender.core.records import HardwareProfile, ModelSpec
 from recommender.predict.constants import MIB, Const
-from recommender.predict.counts import tp_supported
+from recommender.predict.counts import is_array, maximum, minimum, tp_supported, where, window_or
 from recommender.predict.engines import vllm as V
 from recommender.predict.engines.base import EngineRules
 
@@ -106,7 +106,7 @@ class SglangRules(EngineRules):
 
     def kv_cache_tokens(self, spec: ModelSpec, context_tokens: int) -> tuple[int, int]:
         # token-granular pool (page size 1): no padding; sliding-window layers keep the window
-        return context_tokens, min(context_tokens, spec.sliding_window or context_tokens)
+        return context_tokens, minimum(context_tokens, window_or(spec, context_tokens))
 
     def compute_buffer(self, spec, quant, hw, context_tokens, prompt_tokens, batch):
         act, _ = reserve_mib(hw.memory_bytes)
@@ -135,11 +135,13 @@ class SglangRules(EngineRules):
         return PREFILL_MFU.get(key) or PREFILL_MFU["*"]
 
     def fixed_step_ms(self, spec: ModelSpec, family: str) -> tuple[float, float, str]:
-        layers = max(spec.num_layers, 1)
-        gemms = (int(V.VLLM_GEMMS_PER_LAYER.value) + (1 if spec.is_moe else 0)) * layers + 1  # + the LM head
+        layers = maximum(spec.num_layers, 1)
+        gemms = (int(V.VLLM_GEMMS_PER_LAYER.value) + where(spec.is_moe, 1, 0)) * layers + 1  # + the LM head
         t0 = DECODE_GEMM_FIXED_MS.get(family)
         gemm_ms = t0.value * gemms if t0 else 0.0
         layer_ms = SGLANG_PREFILL_MS_PER_LAYER.value * layers
+        if is_array(layers):
+            return DECODE_OVERHEAD_MS.value + gemm_ms, PREFILL_OVERHEAD_MS.value + layer_ms, "SGLang fixed step (arrays)"
         return DECODE_OVERHEAD_MS.value + gemm_ms, PREFILL_OVERHEAD_MS.value + layer_ms, (
             (f"decode + {gemms} GEMMs x {t0.value * 1e3:.2f} us = {gemm_ms:.3f} ms [{t0.source}]; " if t0 else "")
             + f"prefill + {SGLANG_PREFILL_MS_PER_LAYER.value} ms x {layers} layers = {layer_ms:.1f} ms "

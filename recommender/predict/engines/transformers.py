@@ -6,7 +6,7 @@ from __future__ import annotations
 from recommender.core.records import HardwareProfile, ModelSpec
 from recommender.predict import constants as C
 from recommender.predict.constants import Const
-from recommender.predict.counts import kv_elements_per_token_per_layer, mlp_width
+from recommender.predict.counts import minimum, window_or, kv_elements_per_token_per_layer, mlp_width
 from recommender.predict.engines.base import EngineRules
 
 # --- Decode (per generated token) -----------------------------------------------------------------------------
@@ -33,7 +33,7 @@ class TransformersRules(EngineRules):
         return kv_elements_per_token_per_layer(spec, mla_latent=False)
 
     def kv_cache_tokens(self, spec: ModelSpec, context_tokens: int) -> tuple[int, int]:
-        return context_tokens, min(context_tokens, spec.sliding_window or context_tokens)
+        return context_tokens, minimum(context_tokens, window_or(spec, context_tokens))
 
     def compute_buffer(self, spec, quant, hw, context_tokens, prompt_tokens, batch):
         act_bytes = 2  # activations in f16/bf16

@@ -9,7 +9,7 @@ from typing import Optional
 from recommender.core.records import HardwareProfile, ModelSpec
 from recommender.predict import constants as C
 from recommender.predict.constants import MIB, Const
-from recommender.predict.counts import mlp_width, tp_supported
+from recommender.predict.counts import is_array, maximum, minimum, mlp_width, tp_supported, where, window_or
 from recommender.predict.engines.base import EngineRules
 
 # vLLM: fraction of GPU memory it reserves at start-up (weights + activations + KV cache fill it) and the token
@@ -103,12 +103,14 @@ def vllm_fixed_step_ms(spec: ModelSpec, family: str, decode_ms: float, prefill_m
     (VLLM_DECODE_GEMM_FIXED_MS x GEMMs per step) and the per-layer prefill dispatch (VLLM_PREFILL_MS_PER_LAYER). Every
     GPU of a split runs all of them once per step (tensor parallel: every layer's GEMMs, smaller; pipeline: each its
     layers', in turn)."""
-    layers = max(spec.num_layers, 1)
-    per_layer = int(VLLM_GEMMS_PER_LAYER.value) + (1 if spec.is_moe else 0)
+    layers = maximum(spec.num_layers, 1)
+    per_layer = int(VLLM_GEMMS_PER_LAYER.value) + where(spec.is_moe, 1, 0)
     gemms = per_layer * layers + 1  # + the LM head
     t0 = VLLM_DECODE_GEMM_FIXED_MS.get(family)
     gemm_ms = t0.value * gemms if t0 else 0.0
     layer_ms = VLLM_PREFILL_MS_PER_LAYER.value * layers
+    if is_array(layers):
+        return decode_ms + gemm_ms, prefill_ms + layer_ms, "vLLM fixed step (arrays)"
     return decode_ms + gemm_ms, prefill_ms + layer_ms, (
         (f"decode + {gemms} GEMMs x {t0.value * 1e3:.2f} us = {gemm_ms:.3f} ms [{t0.source}]; " if t0 else "")
         + f"prefill + {VLLM_PREFILL_MS_PER_LAYER.value} ms x {layers} layers = {layer_ms:.1f} ms "
@@ -126,7 +128,7 @@ class VllmRules(EngineRules):
     block_size = VLLM_BLOCK_SIZE
 
     def kv_cache_tokens(self, spec: ModelSpec, context_tokens: int) -> tuple[int, int]:
-        return context_tokens, min(context_tokens, spec.sliding_window or context_tokens)
+        return context_tokens, minimum(context_tokens, window_or(spec, context_tokens))
 
     def compute_buffer(self, spec, quant, hw, context_tokens, prompt_tokens, batch):
         act_bytes = 2  # activations in f16/bf16
