@@ -89,6 +89,10 @@ QUESTIONS: list[tuple[str, list[str]]] = [
 # H (long-doc, 32K context): --max-context 32768, its cap on the context it sizes the KV cache for. G (chat-zh) and
 # I (serve: L40S 48 GB) have no counterpart beyond the memory.
 PEER_FIT = ["fit", "-n", "10", "--json"]
+# A command that exits non-zero is not timed (questions() checks each once first). LLMFIT=PATH names the llmfit binary
+# to time; on Debian 12 (glibc 2.36) the manylinux_2_17 wheel's binary warns "weak version GLIBC_2.39 not found"
+# and runs; the musllinux_1_2 wheel's static binary runs without the warning.
+PEER_HINT = "pip install llmfit==1.1.17 (the bench extra), or name a working llmfit binary as LLMFIT=PATH"
 PEER_ARGS: dict[str, list[str]] = {
     "A": ["--memory", "24G"], "B": ["--memory", "8G"], "C": ["--memory", "12G"], "D": ["--memory", "32G"],
     "E": ["--memory", "80G"], "E'": ["--memory", "80G"], "F": ["--ram", "16G"], "G": ["--memory", "24G"],
@@ -106,7 +110,7 @@ TOOL_ENTRY = "import sys; from recommender.cli.app import main; main(sys.argv[1:
 def questions(runs: int, tools: bool, tune_runs: int = 1) -> dict:
     """The nine questions (and the serve question) against llmfit, paired and alternating (module docstring)."""
     here = Path(__file__).resolve().parents[1]
-    peer = shutil.which("llmfit") or str(Path(sys.executable).parent / "llmfit")
+    peer = os.environ.get("LLMFIT") or shutil.which("llmfit") or str(Path(sys.executable).parent / "llmfit")
     if not Path(peer).exists():
         raise SystemExit("llmfit is not installed (pip install llmfit): the peer cannot be timed")
     env = child_env(PYTHONPATH=str(here))
@@ -120,9 +124,13 @@ def questions(runs: int, tools: bool, tune_runs: int = 1) -> dict:
         return time.perf_counter() - t0
 
     pairs = [(lab, rec_cmd(a), [peer, *PEER_ARGS[lab], *PEER_FIT]) for lab, a in QUESTIONS]
-    for _lab, rc, pc in pairs:  # warm: file cache, .pyc files, the read cache
-        run(rc, env)
-        run(pc, child_env())
+    for lab, rc, pc in pairs:  # warm: file cache, .pyc files, the read cache; a command that fails is not timed
+        for c, e in ((rc, env), (pc, child_env())):
+            p = subprocess.run(c, env=e, cwd=here, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if p.returncode != 0:
+                raise SystemExit(f"{lab}: {' '.join(c[:1] + c[3:] if c[0] == sys.executable else c)} exited "
+                                 f"{p.returncode}: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ''}"
+                                 f"\nhint: {PEER_HINT}")
     rec: dict[str, list[float]] = {lab: [] for lab, _ in QUESTIONS}
     peer_t: dict[str, list[float]] = {lab: [] for lab, _ in QUESTIONS}
     for _ in range(runs):
@@ -235,7 +243,7 @@ def main() -> None:
     # this checkout's code (an editable install may point at another checkout, so not the `recommend` script)
     env = child_env(PYTHONPATH=str(here))
     cmd = [sys.executable, "-c", ENTRY, *ARGS]
-    peer = shutil.which("llmfit") or str(Path(sys.executable).parent / "llmfit")
+    peer = os.environ.get("LLMFIT") or shutil.which("llmfit") or str(Path(sys.executable).parent / "llmfit")
     peer_cmd = [peer, "fit", "-n", "10", "--json"] if Path(peer).exists() else None
 
     def run(c, e=None):
