@@ -52,7 +52,7 @@ def cmd(log: Path) -> str | None:
 
 
 def batched_rows(res: Path, gpu: str, events: dict, peak, models: dict, made_by: str, raw_name: str) -> list[dict]:
-    """llama-batched-bench's lines of a run's res/ folder: written to bench/results/RAW_NAME (a _header line per
+    """llama-batched-bench's lines of a run's res/ folder: written to the file raw_name under bench/results (a _header line per
     file), returned as h200-batched-decode CSV rows (BATCH_COLS)."""
     out = []
     btool = "llama-batched-bench (llama.cpp vendored in llama-cpp-python 0.3.36, " + LLAMA_COMMIT + "; CUDA sm_90)"

@@ -18,6 +18,7 @@ from typing import NamedTuple, Optional
 from pydantic import Field
 
 
+from recommender.core.engines import engine_spec
 from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Strict, Variant
 from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
@@ -188,7 +189,9 @@ def _split_kv_elements(spec: ModelSpec) -> tuple[int, int]:
 
 
 def _dsv4_engine(spec: ModelSpec, engine: str) -> None:
-    if engine != "llama.cpp":
+    """DeepSeek-V4's compressed caches are modelled from llama.cpp's own (src/llama-kv-cache-dsv4.cpp): an engine
+    that loads GGUF files (its record's file_format) runs them; the others are refused (quant.LLAMA_CPP_ONLY_ARCHS)."""
+    if engine_spec(engine).file_format != "gguf":
         raise ValueError(f"{spec.id}: DeepSeek-V4's compressed caches are modelled for llama.cpp only, not {engine}")
 
 

@@ -25,10 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-import numpy as np
-
 from recommender.core.records import ModelSpec, Variant
 from recommender.predict.analytical import estimate, memory
+from recommender.predict.predictor import Config
 from recommender.predict.serving import Slo, serve_point
 
 NAN = float("nan")
@@ -47,6 +46,7 @@ class Columns:
         self.__dict__["_shared"] = {} if shared is None else shared
 
     def __getattr__(self, name: str):
+        import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
         if name.startswith("__"):
             raise AttributeError(name)
         full = self._shared.get(name)
@@ -58,6 +58,7 @@ class Columns:
         return arr
 
     def map_rows(self, fn, *args):
+        import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
         memo = self._shared.get((fn, args))
         if memo is None:  # [values per record (None: not computed yet), their arrays]
             memo = self._shared[(fn, args)] = [[None] * len(self._records), None]
@@ -100,6 +101,7 @@ class Table:
 
 def _f(x, n: int) -> np.ndarray:
     """A figure as a float array of n rows (None: unknown, NaN)."""
+    import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
     if x is None:
         return np.full(n, NAN)
     return np.broadcast_to(np.asarray(x, dtype=float), (n,)).copy()
@@ -114,6 +116,7 @@ def predict_group(predictor, spec: Columns, variant: Optional[Columns], quant: s
     ``prompt_tokens[i]``, ``output_tokens[i]`` and, with ``gpu_layers``, llama.cpp's n_gpu_layers[i] (1 ..
     num_layers). The same figures as ``Predictor.predict`` of each configuration (module docstring). ``rows``: each
     row's (model, variant) records, for the rows a measured probe row matches (predicted one by one)."""
+    import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
     n = len(context_tokens)
     ctx = np.asarray(context_tokens, dtype=np.int64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
@@ -147,6 +150,7 @@ def predict_group(predictor, spec: Columns, variant: Optional[Columns], quant: s
 
 def _derive(weights, kv, overhead, vram, ttft, tpot, out, batch, vram_p, ttft_p, tpot_p) -> Table:
     """Predictor._derive for arrays: E2E, decode rate and throughput from TTFT and TPOT, with their provenance."""
+    import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
     with np.errstate(divide="ignore", invalid="ignore"):
         dec = 1000.0 / tpot
     e2e = ttft + (out - 1) * tpot
@@ -157,7 +161,6 @@ def _derive(weights, kv, overhead, vram, ttft, tpot, out, batch, vram_p, ttft_p,
 
 def _measured_rows(predictor, t: Table, rows, quant, engine, ctx, batch, prompt, out, kv_dtype) -> None:
     """The rows a probe row matches exactly: predicted one by one (Predictor.predict) and written over the arrays."""
-    from recommender.predict.predictor import Config  # noqa: PLC0415  (predictor imports this module)
 
     key = predictor.hw_key
     measured = {k[1] for k in predictor.measured if k[0] == key and k[2] == quant and k[3] == engine}
@@ -189,6 +192,7 @@ def serve_arrays(single_ttft: np.ndarray, ttft: np.ndarray, tpot: np.ndarray, ba
     """serving.serve_figures' values for arrays (the one serving model, serving.serve_point, with arrays) from the
     TTFT at batch 1, the TTFT and TPOT at ``batch``: serve_ttft_ms, serve_tpot_ms, serve_e2e_ms,
     request_throughput_per_s, output_throughput_tokens_per_s, goodput_requests_per_s (NaN: TTFT or TPOT unknown)."""
+    import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
     pt = serve_point(batch, single_ttft, ttft, tpot, out)
     rps = np.round(pt.request_throughput_per_s, 6)
     res = {"serve_ttft_ms": pt.ttft_ms, "serve_tpot_ms": pt.tpot_ms, "serve_e2e_ms": pt.e2e_ms,

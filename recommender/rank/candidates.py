@@ -16,6 +16,7 @@ from recommender.predict.analytical import memory
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
+from recommender.predict.vector import Columns, predict_group, serve_arrays
 from recommender.rank.launch import Launch
 from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost, ranked_accuracy
 from recommender.rank.query import LATENCY_FIELD, Query, serve_slos
@@ -267,8 +268,6 @@ class CandidateBuilder:
         engine and batch."""
         import numpy as np  # noqa: PLC0415
 
-        from recommender.predict.vector import Columns  # noqa: PLC0415
-
         q, wl = self.q, self.q.workload
         out: list[Optional[int]] = [None] * len(reqs)
         shared = self.__dict__.setdefault("_vector_shared", {"spec": {}})
@@ -477,8 +476,6 @@ class KeyTable:
 
     def __init__(self, builder: CandidateBuilder, keys: list) -> None:
         import numpy as np  # noqa: PLC0415  (numpy where configurations are predicted as arrays)
-
-        from recommender.predict.vector import Columns, predict_group, serve_arrays  # noqa: PLC0415
 
         self.builder, self.keys = builder, keys
         b, q, wl = builder, builder.q, builder.q.workload
