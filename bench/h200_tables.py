@@ -78,6 +78,19 @@ class GpuMem:
         return max(self.v[i0:i1]) - min(self.v[b0:i0])
 
 
+def run_record(res: Path):
+    """What a device run's res/ folder says of itself: the GPU's name (gpu.txt), its timed items (events.jsonl, by
+    item) and peak(item), the GPU memory over idle while that item ran (gpumem.txt; None: no such item or samples)."""
+    gpu = (res / "gpu.txt").read_text().strip()
+    events = {e["item"]: e for e in jsonl(res / "events.jsonl")}
+    mem = GpuMem(res / "gpumem.txt")
+
+    def peak(item: str) -> int | None:
+        e = events.get(item)
+        return mem.peak_over_idle(e["start_ms"], e["end_ms"]) if e else None
+
+    return gpu, events, peak
+
 def main() -> None:
     res = Path(sys.argv[1])
     gpu = (res / "gpu.txt").read_text().strip() if (res / "gpu.txt").exists() else ""

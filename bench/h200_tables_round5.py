@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from h200_tables import LLAMA_COMMIT, GpuMem, jsonl, write_csv, ROOT  # noqa: E402
+from h200_tables import LLAMA_COMMIT, jsonl, run_record, write_csv, ROOT  # noqa: E402
 from h200_tables_round4 import BATCH_COLS, batched_rows, cmd  # noqa: E402
 
 RAW = ROOT / "bench" / "results"
@@ -45,13 +45,7 @@ def name_of(tag: str) -> str:
 
 def main() -> None:
     res = Path(sys.argv[1])
-    gpu = (res / "gpu.txt").read_text().strip()
-    events = {e["item"]: e for e in jsonl(res / "events.jsonl")}
-    mem = GpuMem(res / "gpumem.txt")
-
-    def peak(item: str) -> int | None:
-        e = events.get(item)
-        return mem.peak_over_idle(e["start_ms"], e["end_ms"]) if e else None
+    gpu, events, peak = run_record(res)
 
     out = batched_rows(res, gpu, events, peak, MODELS, MADE_BY, "h200-round5-batched.jsonl")
     write_csv(MEAS / "h200-batched-decode-4.csv", BATCH_COLS, out)
