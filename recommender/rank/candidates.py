@@ -13,6 +13,7 @@ from recommender.hardware.profiles import OFFLOAD_BACKENDS, load_profiles
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.analytical import memory
+from recommender.predict.counts import compressed
 from recommender.predict.predictor import Config, Prediction, Predictor
 from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
@@ -275,7 +276,7 @@ class CandidateBuilder:
         pos = {m: j for j, m in enumerate(ids)}
         groups: dict[tuple, list[int]] = {}
         for i, (mid, quant, engine, _ctx, batch) in enumerate(reqs):
-            if self.models[mid].compress_pattern:  # DeepSeek-V4: no offload plan yet (counts.compressed; docs/estimates.md)
+            if compressed(self.models[mid]):  # DeepSeek-V4: no partial-offload plan on this path yet
                 continue
             groups.setdefault((quant, engine, batch), []).append(i)
         target = q.vram_bytes - max(HEADROOM_SHARE * q.vram_bytes, HEADROOM_MIN_BYTES)
@@ -491,7 +492,7 @@ class KeyTable:
         lat_p = vram_p.copy()
         groups: dict[tuple, list[int]] = {}
         for i, k in enumerate(keys):
-            if q.machine is not None or b.models[k.model].compress_pattern:  # DeepSeek-V4: one by one (counts.compressed)
+            if q.machine is not None or compressed(b.models[k.model]):  # DeepSeek-V4: predicted one by one
                 continue
             groups.setdefault((k.quant, k.engine, getattr(k, "kv_dtype", None), k.batch,
                                getattr(k, "gpu_layers", None) is not None), []).append(i)
