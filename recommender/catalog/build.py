@@ -27,7 +27,7 @@ from recommender.core.records import Checkpoint, Measurement, ModelSpec, Variant
 from recommender.model.arch import spec_from_config, UnsupportedArchitecture
 from recommender.model.quant import quants_for, RULES_VERSION
 from recommender.hardware.profiles import load_profiles
-from recommender.predict.analytical import variant_bytes
+from recommender.predict.analytical import variant_byte_sums
 from recommender.predict.calibrated import CALIBRATION_VERSION, META_KEY
 from recommender.predict.fit import fit_catalog_rows
 from recommender.catalog.store import CatalogWriter
@@ -63,8 +63,11 @@ def catalog_variants(spec: ModelSpec) -> list[Variant]:
 
     out = []
     for q in quants_for(spec):
-        nbytes, embd, experts = variant_bytes(spec, q)
-        out.append(Variant(model_id=spec.id, quant=q, weights_bytes=nbytes, embedding_bytes=embd, expert_bytes=experts,
+        sums = variant_byte_sums(spec, q)
+        nbytes = sums.total_bytes
+        out.append(Variant(model_id=spec.id, quant=q, weights_bytes=nbytes, embedding_bytes=sums.embedding_bytes,
+                           expert_bytes=sums.expert_bytes, output_bytes=sums.output_bytes, ple_bytes=sums.ple_bytes,
+                           mtp_bytes=sums.mtp_bytes, mtp_expert_bytes=sums.mtp_expert_bytes,
                            bits_per_weight=round(8 * nbytes / spec.params_total, 4) if spec.params_total else 0.0,
                            weights_bytes_provenance="estimated",
                            basis=f"per-tensor size rules {RULES_VERSION} (recommender.quant)"))

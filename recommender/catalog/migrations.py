@@ -159,6 +159,14 @@ CREATE TABLE quant_quality (            -- sources/quality/quant_quality.csv: ac
     sources VARCHAR NOT NULL
 );
 """),
+    (4, "variant byte sums", """
+-- per-tensor-rule byte sums a question needs of each variant besides its total (recommender.predict.analytical
+-- VariantBytes): stored at build so a ranking does not type every tensor again (issue 26); NULL: compute when asked
+ALTER TABLE variants ADD COLUMN output_bytes BIGINT;
+ALTER TABLE variants ADD COLUMN ple_bytes BIGINT;
+ALTER TABLE variants ADD COLUMN mtp_bytes BIGINT;
+ALTER TABLE variants ADD COLUMN mtp_expert_bytes BIGINT;
+"""),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

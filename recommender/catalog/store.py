@@ -25,6 +25,7 @@ from recommender.core.fuzzy import resolve
 from recommender.core.paths import private_cache_dir, user_catalog_path
 from recommender.core.records import (ScoreRow, AccuracyRow, check_measurement, Measurement, ModelSpec,
                                       PerplexityRow, Variant)
+from recommender.predict.analytical import VariantBytes, seed_variant_bytes
 from recommender.catalog.migrations import LATEST_VERSION, migrate
 from recommender.catalog.read_cache import ReadCache
 
@@ -378,14 +379,29 @@ class Catalog:
         if self._variants is None:
             out: dict[tuple[str, str], Variant] = {}
             for row in self._rows("model_id, quant, weights_bytes, embedding_bytes, expert_bytes, bits_per_weight, "
-                                  "provenance, basis", "variants", "ORDER BY model_id, quant"):
+                                  f"provenance, basis, {', '.join(_VARIANT_SUMS)}", "variants",
+                                  "ORDER BY model_id, quant"):
                 key = (row[0], row[1])
                 if key not in out:
                     out[key] = Variant(model_id=row[0], quant=row[1], weights_bytes=row[2], embedding_bytes=row[3],
                                        expert_bytes=row[4], bits_per_weight=row[5], weights_bytes_provenance=row[6],
-                                       basis=row[7])
+                                       basis=row[7], **dict(zip(_VARIANT_SUMS, row[8:])))
             self._variants = out
+            self._seed_byte_sums(out)
         return self._variants
+
+    def _seed_byte_sums(self, variants: dict[tuple[str, str], Variant]) -> None:
+        """Hand the stored per-tensor byte sums to the predictor (analytical.seed_variant_bytes), so it does not
+        type every tensor again. Only the shipped models' rule-sized rows: a measured row's total is the file's, not
+        the rules', and an overlay model may shadow a shipped one of the same id."""
+        models = self.models()
+        for (mid, quant), v in variants.items():
+            spec = models.get(mid)
+            if (spec is None or self._origin.get(mid) != "shipped" or v.weights_bytes_provenance != "estimated"
+                    or v.output_bytes is None):
+                continue
+            seed_variant_bytes(spec, quant, VariantBytes(v.weights_bytes, v.embedding_bytes, v.expert_bytes,
+                                                         v.output_bytes, v.ple_bytes, v.mtp_bytes, v.mtp_expert_bytes))
 
     def variant_file(self, model_id: str, quant: str) -> Optional[str]:
         """The file or folder a variant was added from (`catalog add`), or None."""
@@ -561,6 +577,12 @@ class Catalog:
 # JSON text in ``x_json``. Derived, not spelled out, so a field added to a record cannot be dropped by _encode;
 # tests/catalog/test_schema.py checks them against the tables the migrations make.
 JSON_FIELDS = ("raw", "per_subject")
+# the variants table: the columns of migration 1, then migration 4's byte sums (the Variant fields of the same names)
+_VARIANT_SUMS = ("output_bytes", "ple_bytes", "mtp_bytes", "mtp_expert_bytes")
+_VARIANT_COLS = ("model_id", "quant", "weights_bytes", "embedding_bytes", "expert_bytes", "bits_per_weight",
+                 "provenance", "basis", "file_path", *_VARIANT_SUMS)
+_VARIANT_INSERT = (f"INSERT INTO variants ({', '.join(_VARIANT_COLS)}) "
+                   f"VALUES ({', '.join('?' * len(_VARIANT_COLS))})")
 
 
 def record_columns(record) -> list[str]:
@@ -673,9 +695,10 @@ class CatalogWriter:
              spec.max_position_embeddings, spec.source, spec.source_kind, spec.license, spec.notes, self.origin,
              _now(), spec.model_dump_json()])
         for v in variants:
-            self.con.execute("INSERT INTO variants VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self.con.execute(_VARIANT_INSERT,
                              [v.model_id, v.quant, v.weights_bytes, v.embedding_bytes, v.expert_bytes,
-                              v.bits_per_weight, v.weights_bytes_provenance, v.basis, (file_paths or {}).get(v.quant)])
+                              v.bits_per_weight, v.weights_bytes_provenance, v.basis, (file_paths or {}).get(v.quant),
+                              *(getattr(v, c) for c in _VARIANT_SUMS)])
 
     def put_model(self, spec: ModelSpec, variants: list[Variant], file_paths: dict[str, str] | None = None) -> None:
         with self.transaction():

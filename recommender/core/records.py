@@ -278,6 +278,11 @@ class Variant(Strict):
     weights_bytes: int
     embedding_bytes: int = 0  # token-embedding table (llama.cpp keeps it in host RAM)
     expert_bytes: int = 0  # routed-expert tensors of a MoE model (only the touched ones are read per token)
+    # by the per-tensor rules, stored at `catalog build` (None: a row written before migration 4, computed when asked)
+    output_bytes: Optional[int] = None  # output.weight + output_norm.weight (llama.cpp's output layer)
+    ple_bytes: Optional[int] = None  # Gemma-4's per-layer-embedding table, part of embedding_bytes
+    mtp_bytes: Optional[int] = None  # multi-token-prediction blocks in the file, not loaded by default
+    mtp_expert_bytes: Optional[int] = None  # their routed-expert tensors
     weights_bytes_provenance: Provenance = "estimated"
     basis: str = ""  # formula version / per-tensor rule / file measured
     bits_per_weight: float = 0.0

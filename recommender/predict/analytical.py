@@ -92,28 +92,62 @@ def _family(quant: str) -> str:
     return QUANTS[quant].family
 
 
-_BREAKDOWN_CACHE: dict[tuple, tuple[int, int, int]] = {}
+class VariantBytes(NamedTuple):
+    """Byte sums of one variant's tensors (llama.cpp GGUF names, :func:`recommender.model.quant.weights_breakdown`):
+    what memory and speed need of the file, tensor by tensor. ``catalog build`` stores them in the variants table
+    (migration 4) and the catalog seeds :func:`seed_variant_bytes` with them, so a question does not type every tensor
+    of every model again (issue 26: about 290,000 ``gguf_tensor_type`` calls per fresh process)."""
+
+    total_bytes: int
+    embedding_bytes: int  # token_embd + Gemma-4's per-layer table (input-layer lookups, kept in host memory)
+    expert_bytes: int  # routed-expert tensors (``_exps.``)
+    output_bytes: int  # outside the blocks, less the token embeddings (output.weight, output_norm.weight)
+    ple_bytes: int  # Gemma-4's per_layer_token_embd.weight (0 for other models)
+    mtp_bytes: int  # multi-token-prediction blocks after the trunk (blk.{num_layers}...)
+    mtp_expert_bytes: int  # the routed-expert tensors of those blocks
+
+
+_INPUT_TABLES = ("token_embd.weight", "per_layer_token_embd.weight")
+_BYTES_CACHE: dict[tuple, VariantBytes] = {}
+
+
+def _bytes_key(spec: ModelSpec, quant: str) -> tuple:
+    return spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant
+
+
+def variant_byte_sums(spec: ModelSpec, quant: str) -> VariantBytes:
+    """:class:`VariantBytes` of one variant: from the catalog when it was seeded, else tensor by tensor (cached)."""
+    key = _bytes_key(spec, quant)
+    hit = _BYTES_CACHE.get(key)
+    if hit is None:
+        trunk = tuple(f"blk.{i}." for i in range(spec.num_layers, spec.num_layers + (spec.nextn_layers or 0)))
+        total = embd = experts = outside = ple = mtp = mtp_experts = 0
+        for name, _type, nbytes in weights_breakdown(spec, quant):
+            total += nbytes
+            is_expert = "_exps." in name
+            if is_expert:
+                experts += nbytes
+            if name in _INPUT_TABLES:
+                embd += nbytes
+                if name == "per_layer_token_embd.weight":
+                    ple += nbytes
+            elif not name.startswith("blk."):
+                outside += nbytes
+            elif trunk and name.startswith(trunk):
+                mtp += nbytes
+                mtp_experts += nbytes if is_expert else 0
+        hit = _BYTES_CACHE[key] = VariantBytes(total, embd, experts, outside, ple, mtp, mtp_experts)
+    return hit
+
+
+def seed_variant_bytes(spec: ModelSpec, quant: str, sums: VariantBytes) -> None:
+    """Take one variant's sums as stored by ``catalog build`` (the shipped catalog's test rebuilds it and compares)."""
+    _BYTES_CACHE.setdefault(_bytes_key(spec, quant), sums)
 
 
 def variant_bytes(spec: ModelSpec, quant: str) -> tuple[int, int, int]:
     """(total, token-embedding, routed-expert) bytes of one variant, tensor by tensor (cached per run)."""
-    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
-    hit = _BREAKDOWN_CACHE.get(key)
-    if hit is None:
-
-        total = embd = experts = 0
-        for name, _type, nbytes in weights_breakdown(spec, quant):
-            total += nbytes
-            if name in ("token_embd.weight", "per_layer_token_embd.weight"):
-                embd += nbytes  # Gemma-4's per-layer table: a lookup like token_embd (kept in host memory)
-            if "_exps." in name:
-                experts += nbytes
-        hit = _BREAKDOWN_CACHE[key] = (total, embd, experts)
-    return hit
-
-
-_OUTSIDE_CACHE: dict[tuple, int] = {}
-_PLE_CACHE: dict[tuple, int] = {}
+    return variant_byte_sums(spec, quant)[:3]
 
 
 def tied_output_bytes(spec: ModelSpec, quant: str, embd_bytes: int) -> int:
@@ -129,30 +163,13 @@ def tied_output_bytes(spec: ModelSpec, quant: str, embd_bytes: int) -> int:
 
 def _ple_bytes(spec: ModelSpec, quant: str) -> int:
     """Bytes of Gemma-4's per-layer-embedding table (0 for a model without one)."""
-    if not spec.per_layer_input_size:
-        return 0
-    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
-    ple = _PLE_CACHE.get(key)
-    if ple is None:
-        ple = _PLE_CACHE[key] = sum(n for name, _t, n in weights_breakdown(spec, quant)
-                                    if name == "per_layer_token_embd.weight")
-    return ple
+    return variant_byte_sums(spec, quant).ple_bytes if spec.per_layer_input_size else 0
 
 
 def output_bytes(spec: ModelSpec, quant: str) -> int:
     """Bytes of the tensors outside the repeating blocks other than the token embedding (output.weight,
     output_norm.weight): llama.cpp's "output layer", on the GPU only when every layer is offloaded."""
-    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
-    hit = _OUTSIDE_CACHE.get(key)
-    if hit is None:
-
-        hit = _OUTSIDE_CACHE[key] = sum(n for name, _t, n in weights_breakdown(spec, quant)
-                                        if not name.startswith("blk.")
-                                        and name not in ("token_embd.weight", "per_layer_token_embd.weight"))
-    return hit
-
-
-_MTP_CACHE: dict[tuple, tuple[int, int]] = {}
+    return variant_byte_sums(spec, quant).output_bytes
 
 
 def mtp_bytes(spec: ModelSpec, quant: str) -> tuple[int, int]:
@@ -163,13 +180,8 @@ def mtp_bytes(spec: ModelSpec, quant: str) -> tuple[int, int]:
     routed-expert) bytes of those blocks."""
     if not spec.nextn_layers:
         return 0, 0
-    key = (spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant)
-    hit = _MTP_CACHE.get(key)
-    if hit is None:
-        trunk = tuple(f"blk.{i}." for i in range(spec.num_layers, spec.num_layers + spec.nextn_layers))
-        rows = [(name, n) for name, _t, n in weights_breakdown(spec, quant) if name.startswith(trunk)]
-        hit = _MTP_CACHE[key] = (sum(n for _name, n in rows), sum(n for name, n in rows if "_exps." in name))
-    return hit
+    sums = variant_byte_sums(spec, quant)
+    return sums.mtp_bytes, sums.mtp_expert_bytes
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -32,7 +32,8 @@ def test_shipped_catalog_is_up_to_date_with_its_sources(tmp_path):
     fresh = tmp_path / "fresh.duckdb"
     build_catalog(fresh, SOURCES_DIR)
     for sql in ("SELECT id, spec_json, source, license FROM models",
-                "SELECT model_id, quant, weights_bytes, embedding_bytes, expert_bytes, basis FROM variants",
+                "SELECT model_id, quant, weights_bytes, embedding_bytes, expert_bytes, basis, output_bytes, ple_bytes, "
+                "mtp_bytes, mtp_expert_bytes FROM variants",
                 "SELECT * FROM published_scores", "SELECT * FROM measurements"):
         assert_close(_rows(fresh, sql), _rows(SHIPPED_CATALOG, sql), path=sql)
     # the shipped calibration is the one these measured rows give (fitting time aside)
@@ -358,3 +359,23 @@ def test_catalog_list_since_and_outdated(cli):
     assert r.code == 0, r.err
     for pair in r.json():
         assert pair["newer_release_date"] > pair["release_date"]
+
+
+def test_a_question_reads_the_stored_byte_sums_instead_of_typing_tensors(monkeypatch):
+    """`catalog build` stores each variant's per-tensor byte sums (migration 4); reading the variants hands them to the
+    predictor, so a ranking over the shipped models never applies llama.cpp's tensor-type rules (issue 26)."""
+    import recommender.predict.analytical as analytical
+
+    cat = Catalog(SHIPPED_CATALOG)
+    variants = cat.variants()
+    spec = cat.models()["Qwen/Qwen3.6-35B-A3B"]  # an MoE with an MTP block: every sum is non-zero
+    v = variants[(spec.id, "Q4_K_M")]
+    assert v.output_bytes > 0 and v.mtp_bytes > v.mtp_expert_bytes > 0
+
+    def no_typing(*_a, **_k):
+        raise AssertionError("tensor types computed for a shipped variant")
+
+    monkeypatch.setattr(analytical, "weights_breakdown", no_typing)
+    assert analytical.output_bytes(spec, "Q4_K_M") == v.output_bytes
+    assert analytical.mtp_bytes(spec, "Q4_K_M") == (v.mtp_bytes, v.mtp_expert_bytes)
+    assert analytical.variant_bytes(spec, "Q4_K_M") == (v.weights_bytes, v.embedding_bytes, v.expert_bytes)
