@@ -185,6 +185,7 @@ def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[lis
     heapq.heapify(queue)
     put_variants([v for m, f in floors.items() if f is None for v in by_model[m]])
     built: dict[int, object] = {}
+    memo: dict[int, tuple] = {}  # value-method scores of the built rows, kept between rounds (score.order.value_scores)
     step = FIRST_ROUND_VARIANTS
     while True:
         n = 0
@@ -199,7 +200,7 @@ def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[lis
         step *= 2
         idx = sorted(built)
         cands = [built[i] for i in idx]
-        answer = rank(cands, q)
+        answer = rank(cands, q, memo)
         for i, c in zip(idx, cands):  # rank replaced the deferred records it had to build in full
             built[i] = c
         if not queue:

@@ -76,9 +76,22 @@ def goodput_target(wl) -> float:
     return wl.target_concurrency / ((ttft + max(wl.output_tokens - 1, 0) * tpot) / 1000.0)
 
 
-def apply_scores(cands: list, q) -> None:
+def value_scores(cands: list, q, scale: ValueScale, memo: Optional[dict]) -> list[tuple[float, dict[str, float]]]:
+    """The value-method (score, parts) of each candidate. Each is the candidate's own (value functions, no scale from
+    the other rows), so ``memo`` (id -> (candidate, score, parts), one query's) keeps them across the rounds of a
+    best-first search (recommender.rank.recommend), which ranks a growing list again each round."""
+    if memo is None:
+        return score_rows([costs(c, "value") for c in cands], q.weights, "value", q.missing, scale)
+    todo = [c for c in cands if memo.get(id(c), (None,))[0] is not c]
+    for c, sp in zip(todo, score_rows([costs(c, "value") for c in todo], q.weights, "value", q.missing, scale)):
+        memo[id(c)] = (c, *sp)
+    return [memo[id(c)][1:] for c in cands]
+
+
+def apply_scores(cands: list, q, memo: Optional[dict] = None) -> None:
     scale = value_scale(q) if q.normalization == "value" else None
-    scored = score_rows([costs(c, q.normalization) for c in cands], q.weights, q.normalization, q.missing, scale)
+    scored = (value_scores(cands, q, scale, memo) if scale is not None else
+              score_rows([costs(c, q.normalization) for c in cands], q.weights, q.normalization, q.missing))
     for c, (s, parts) in zip(cands, scored):
         c.score = round(s, SCORE_DECIMALS)
         c.score_parts = {k: round(v, SCORE_DECIMALS) for k, v in parts.items()}
@@ -158,7 +171,7 @@ def quality_bounds(figures: list[dict], q, scale: ValueScale) -> list[float]:
     return [s for s, _ in score_rows(rows, q.weights, "value", q.missing, scale)]
 
 
-def rank(cands: list, q) -> tuple[list, list, list]:
+def rank(cands: list, q, memo: Optional[dict] = None) -> tuple[list, list, list]:
     """(ranked, strongest excluded, feasible) of a query's candidates: the feasible ones scored, ordered and
     de-duplicated to q.top; the best-scoring excluded ones (everything scored together, as if there were no limits),
     one per model, so --explain shows what the limits cost.
@@ -169,7 +182,7 @@ def rank(cands: list, q) -> tuple[list, list, list]:
     memory alone): they are never feasible, and one is replaced in ``cands`` by its full candidate (``full()``) only
     where its figures matter - with the value method when its score's lower bound (lower_bound_costs) could place it
     among the strongest excluded; with the relative methods (min-max, z-score: every row moves the scale) always.
-    The answer is the one of the full list."""
+    The answer is the one of the full list. ``memo``: value-method scores kept between calls (value_scores)."""
     if q.normalization != "value":
         for i, c in enumerate(cands):
             if getattr(c, "deferred", False):
@@ -177,7 +190,7 @@ def rank(cands: list, q) -> tuple[list, list, list]:
     feasible = [c for c in cands if not c.excluded]
     if q.workload.rank_by == "goodput":
         feasible = choose_batches(feasible)
-    apply_scores(feasible, q)
+    apply_scores(feasible, q, memo)
     feasible.sort(key=lambda c: order_key(c.score, c))
     ranked = dedupe(feasible, q.per_model)[: q.top]
     for c in feasible:  # ranked again (recommender.rank.recommend ranks a growing list): no rank left from before
@@ -195,9 +208,11 @@ def rank(cands: list, q) -> tuple[list, list, list]:
             pool = [(scored[i][0], c.model, i) for i, c in enumerate(cands) if c.excluded]
         else:  # value: each row's score is its own (value functions), so the excluded rows are scored alone
             idx = [i for i, c in enumerate(cands) if c.excluded]
-            rows = [lower_bound_costs(cands[i]) if getattr(cands[i], "deferred", False) else
-                    costs(cands[i], "value") for i in idx]
-            scored = dict(zip(idx, score_rows(rows, q.weights, "value", q.missing, scale)))
+            deferred = [i for i in idx if getattr(cands[i], "deferred", False)]
+            scored = dict(zip(deferred, score_rows([lower_bound_costs(cands[i]) for i in deferred], q.weights,
+                                                   "value", q.missing, scale)))
+            whole = [i for i in idx if i not in scored]
+            scored.update(zip(whole, value_scores([cands[i] for i in whole], q, scale, memo)))
             pool = [(scored[i][0], cands[i].model, i) for i in idx]
         # best first (score, model, position), as one sort of the full list would order them: a deferred record's
         # key is a lower bound, so when it comes first it is replaced by its full candidate, scored and put back
@@ -209,7 +224,7 @@ def rank(cands: list, q) -> tuple[list, list, list]:
                 continue
             if getattr(cands[i], "deferred", False):
                 cands[i] = cands[i].full()
-                scored[i] = score_rows([costs(cands[i], "value")], q.weights, "value", q.missing, scale)[0]
+                scored[i] = value_scores([cands[i]], q, scale, memo)[0]
                 heapq.heappush(pool, (scored[i][0], model, i))
                 continue
             seen.add(model)

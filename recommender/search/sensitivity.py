@@ -198,19 +198,31 @@ class _Ranker:
         scale = value_scale(q) if normalization == "value" and q is not None else None
         self.cols = columns_for(costs, CRITERIA, normalization, missing, scale)
         self.n = len(cands)
+        # order_key after the score: the same for every weight vector, so computed once per candidate
+        self.ties = [order_key(0.0, c)[1:] for c in cands]
 
     def raw(self, w: dict[str, float]) -> list[float]:
-        active = [(w[k], self.cols[k]) for k in CRITERIA if w.get(k)]  # as score.score_rows sums them
-        return [sum(wk * col[i] for wk, col in active) for i in range(self.n)]
+        import numpy as np  # noqa: PLC0415
+
+        # as score.score_rows sums them: 0 + w1 u1 + w2 u2 ..., element by element in the same order (exact)
+        total = np.zeros(self.n)
+        for k in CRITERIA:
+            if w.get(k):
+                total = total + w[k] * np.asarray(self.cols[k], dtype=float)
+        return total.tolist()
 
     def scores(self, w: dict[str, float]) -> list[float]:
         return [round(s, SCORE_DECIMALS) for s in self.raw(w)]
 
     def key(self, s: list[float], i: int) -> tuple:
-        return order_key(s[i], self.cands[i])
+        return (s[i], *self.ties[i])
 
     def top(self, s: list[float]) -> int:
-        return min(range(self.n), key=lambda i: self.key(s, i))
+        """The index min(range(n), key=key) gives: the lowest score, then the tie-breaks, then the first."""
+        if not self.n:
+            raise ValueError("no candidates to rank")
+        low = min(s)
+        return min((i for i in range(self.n) if s[i] == low), key=lambda i: self.ties[i])
 
     def ranking(self, s: list[float], per_model: int, top: int) -> list[int]:
         order = sorted(range(self.n), key=lambda i: self.key(s, i))
