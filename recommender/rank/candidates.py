@@ -491,8 +491,9 @@ class KeyTable:
         vram_p = np.array(["estimated"] * n, dtype=object)
         lat_p = vram_p.copy()
         groups: dict[tuple, list[int]] = {}
+        one_by_one = {m for m, spec in b.models.items() if compressed(spec)}  # DeepSeek-V4: predicted one by one
         for i, k in enumerate(keys):
-            if q.machine is not None or compressed(b.models[k.model]):  # DeepSeek-V4: predicted one by one
+            if q.machine is not None or k.model in one_by_one:
                 continue
             groups.setdefault((k.quant, k.engine, getattr(k, "kv_dtype", None), k.batch,
                                getattr(k, "gpu_layers", None) is not None), []).append(i)
@@ -593,7 +594,7 @@ class Row:
     (a serve SLO miss in short: the shown record says by how much)."""
 
     __slots__ = ("model", "quant", "engine", "context_tokens", "batch", "kv_dtype", "gpu_layers", "figures",
-                 "total_vram_bytes", "latency_ms", "ttft_ms", "tpot_ms", "goodput_per_s", "excluded", "score",
+                 "total_vram_bytes", "latency_ms", "ttft_ms", "tpot_ms", "goodput_per_s", "_excluded", "score",
                  "score_parts", "rank", "_table", "_i", "_full")
     deferred = False
 
@@ -611,15 +612,21 @@ class Row:
         self.goodput_per_s = v("goodput_per_s", i)
         self.score, self.score_parts, self.rank = None, {}, None
         self._table, self._i, self._full = table, i, None
-        self.excluded = []
-        if table.excluded[i]:
+        self._excluded = None if table.excluded[i] else []
+
+    @property
+    def excluded(self) -> list[str]:
+        """The hard limits this configuration breaks (empty: feasible); the reasons are worded when first asked."""
+        if self._excluded is None:
+            b, k = self._table.builder, self._table.keys[self._i]
             spec = b.models[k.model]
             think = reasoning_tokens(spec, b.q.workload.output_tokens)[0]
-            self.excluded = b.reasons(spec, k.context_tokens, think, b.q.workload.output_tokens + think,
-                                      b.supported(k.engine, k.quant), True, self.total_vram_bytes, self.latency_ms,
-                                      [])
+            self._excluded = b.reasons(spec, k.context_tokens, think, b.q.workload.output_tokens + think,
+                                       b.supported(k.engine, k.quant), True, self.total_vram_bytes, self.latency_ms,
+                                       [])
             if self.goodput_per_s == 0:
-                self.excluded.insert(0, f"at batch {k.batch} requests miss the serve SLOs")
+                self._excluded.insert(0, f"at batch {k.batch} requests miss the serve SLOs")
+        return self._excluded
 
     zh_accuracy = property(lambda self: self.figures["zh_accuracy"].value)
     en_accuracy = property(lambda self: self.figures["en_accuracy"].value)

@@ -61,8 +61,13 @@ class TuneConfig(Strict):
     gpu_layers: Optional[int] = None  # repeating layers on the GPU (llama.cpp); None = every layer
 
     def key(self) -> tuple:
-        return (self.model, self.quant, self.engine, self.context_tokens, self.batch, self.kv_dtype,
-                -1 if self.gpu_layers is None else self.gpu_layers)
+        return self.key_of(self.model, self.quant, self.engine, self.context_tokens, self.batch, self.kv_dtype,
+                           self.gpu_layers)
+
+    @staticmethod
+    def key_of(model: str, quant: str, engine: str, context_tokens: int, batch: int, kv_dtype: str,
+               gpu_layers: Optional[int]) -> tuple:
+        return model, quant, engine, context_tokens, batch, kv_dtype, -1 if gpu_layers is None else gpu_layers
 
 
 class TrialRecord(Strict):
@@ -153,9 +158,12 @@ class Space(Strict):
                         for b in self.batches:
                             for kv in self.kv_dtypes[e]:
                                 for f in fracs:
-                                    c = TuneConfig(model=m, quant=qn, engine=e, context_tokens=ctx, batch=b,
-                                                   kv_dtype=kv, gpu_layers=self.gpu_layers_for(m, f))
-                                    out.setdefault(c.key(), c)
+                                    gl = self.gpu_layers_for(m, f)
+                                    key = TuneConfig.key_of(m, qn, e, ctx, b, kv, gl)
+                                    if key not in out:  # the space's own values, typed by build_space: not revalidated
+                                        out[key] = TuneConfig.model_construct(model=m, quant=qn, engine=e,
+                                                                              context_tokens=ctx, batch=b, kv_dtype=kv,
+                                                                              gpu_layers=gl)
         return list(out.values())
 
     def suggest(self, trial) -> TuneConfig:
@@ -368,7 +376,7 @@ class PredictedEvaluator:
                 continue
             row = table.row(i)
             serve = {"batch": float(c.batch), **{k: table.value(k, i) for k in serve_names}}
-            out.append((c, GridOutcome("infeasible" if row.excluded else "feasible", _costs(row, self.q.normalization),
+            out.append((c, GridOutcome("infeasible" if table.excluded[i] else "feasible", _costs(row, self.q.normalization),
                                        serve)))
         return out
 
