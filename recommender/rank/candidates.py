@@ -294,6 +294,13 @@ class CandidateBuilder:
                               output_tokens=wl.output_tokens, variant=variant, gpu_layers=n)
 
             over = mem(None).total_bytes > q.vram_bytes  # the whole model does not fit: offload is the plan
+            if not over.any():
+                continue
+            if not over.all():  # bisect only the configurations that need it (each row's memory is its own)
+                rows = [r for r, o in zip(rows, over.tolist()) if o]
+                mpos, ctx, prompt, over = mpos[over], ctx[over], prompt[over], over[over]
+                spec = Columns(recs, mpos, shared["spec"])
+                variant = Columns(shared[quant][0], mpos, shared[quant][1])
             lo = np.ones(len(rows), dtype=np.int64)
             hi = np.maximum(spec.num_layers, 1).astype(np.int64)
             best = np.zeros(len(rows), dtype=np.int64)  # 0: not even the output layer fits
