@@ -27,7 +27,7 @@ import socket
 import time
 from typing import Any, Callable, Literal, Optional, Union
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 
 from recommender.core.engines import engine_spec
@@ -253,13 +253,20 @@ class Reference(Strict):
     fill: dict[str, float]
     # value: the query's anchors (score.order.value_scale), not statistics of the grid
     anchors: dict[str, Optional[Union[float, str]]] = Field(default_factory=dict)
+    _scale: Optional[ValueScale] = PrivateAttr(default=None)
+
+    def value_scale(self) -> ValueScale:
+        """The value functions' anchors as a ValueScale, built once (the grid scores ~100,000 rows with it)."""
+        if self._scale is None:
+            a = self.anchors
+            guard = None if a.get("guard_field") is None else (a["guard_field"], a["guard_ok_ms"], a["guard_limit_ms"])
+            self._scale = ValueScale(a["budget_bytes"], a["t_ok_ms"], a["limit_ms"], bool(a["user_limit"]),
+                                     a.get("goodput_target"), guard)
+        return self._scale
 
     def score(self, costs: dict[str, Optional[float]]) -> tuple[float, dict[str, float]]:
         if self.method == "value":
-            a = self.anchors
-            guard = None if a.get("guard_field") is None else (a["guard_field"], a["guard_ok_ms"], a["guard_limit_ms"])
-            scale = ValueScale(a["budget_bytes"], a["t_ok_ms"], a["limit_ms"], bool(a["user_limit"]),
-                               a.get("goodput_target"), guard)
+            scale = self.value_scale()
             parts = {c: scale.u(c, costs) for c in CRITERIA if self.weights.get(c)}
             return sum(self.weights[c] * parts[c] for c in parts), parts
         return self._relative_score(costs)
