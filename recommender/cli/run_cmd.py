@@ -14,7 +14,9 @@ from recommender.core.units import fmt_ms
 from recommender.catalog.store import UserCatalog
 from recommender.rank.launch import launch_recipe, PORTS
 from recommender.rank.query import Query
-from recommender.probes.launcher import engine_tool, load_last_answer, pick, port_free, Server, with_port
+from recommender.hardware.host import probe_cpu
+from recommender.probes.launcher import (engine_tool, load_last_answer, pick, port_free, Server, with_port,
+                                        without_extra_bufts)
 from recommender.probes.serve import run_serve_probe, ServeSettings
 from recommender.probes.perf import resolve_target
 from recommender.probes.verify import local_target
@@ -80,7 +82,9 @@ def run_command(
     if not port_free(port):
         raise UserError(f"port {port} on 127.0.0.1 is in use", hint="give --port N (a free port), or stop what "
                                                                      "listens there")
-    argv = with_port(cmd, port)
+    argv, amx_note = without_extra_bufts(with_port(cmd, port), probe_cpu().flags)
+    if amx_note:
+        info(amx_note)
     url = f"http://127.0.0.1:{port}/v1"
     log = Path(tempfile.mkstemp(prefix="recommender-run-", suffix=".log")[1])
     info(f"starting #{plan.rank} {plan.model} {plan.quant} on {tool}"

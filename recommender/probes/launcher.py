@@ -127,6 +127,22 @@ def with_port(cmd, port: int) -> list[str]:
     return argv
 
 
+# llama-cpp-python's server with llama.cpp's extra CPU buffer types off (evaluators/llama_cpp_server.py: the AMX
+# weight repacking that crashes the first decode on CPUs that list AMX here); the same arguments as llama_cpp.server
+NO_EXTRA_BUFTS_SERVER = "evaluators.llama_cpp_server"
+
+
+def without_extra_bufts(argv: list[str], cpu_flags: list[str]) -> tuple[list[str], Optional[str]]:
+    """``python -m llama_cpp.server ...`` run through NO_EXTRA_BUFTS_SERVER where the CPU advertises AMX, with the line
+    that says so; any other command, or another CPU, unchanged (None)."""
+    if "amx" not in cpu_flags or argv[1:3] != ["-m", "llama_cpp.server"]:
+        return argv, None
+    return [argv[0], "-m", NO_EXTRA_BUFTS_SERVER, *argv[3:]], (
+        "this CPU advertises AMX: llama_cpp.server runs with llama.cpp's extra CPU buffer types (AMX weight "
+        f"repacking) off, as the probes do ({NO_EXTRA_BUFTS_SERVER}: the repacked weights crash its first decode on "
+        "such machines)")
+
+
 class Server:
     """A server process in its own session (process group), its output in a log file."""
 

@@ -17,6 +17,8 @@ import pytest
 
 from conftest import smollm2_gguf_or_skip
 
+from recommender.probes.launcher import NO_EXTRA_BUFTS_SERVER
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -33,7 +35,8 @@ def procs_with(token: str) -> list[int]:
                 cmd = (d / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"llama_cpp.server" in b" ".join(cmd) and token.encode() in cmd:
+            line = b" ".join(cmd)
+            if (b"llama_cpp.server" in line or NO_EXTRA_BUFTS_SERVER.encode() in line) and token.encode() in cmd:
                 out.append(int(d.name))
     return out
 

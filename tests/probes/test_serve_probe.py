@@ -16,6 +16,9 @@ import pytest
 
 from tests.conftest import assert_user_error, smollm2_gguf_or_skip
 
+from recommender.hardware.host import probe_cpu
+from recommender.probes.launcher import without_extra_bufts
+
 pytest.importorskip("llama_cpp")
 
 PROMPT_EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
@@ -56,9 +59,10 @@ def llama_server(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     fh = open(log, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--n_ctx", "1024",
-                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2",
-                             "--interrupt_requests", "False"], stdout=fh, stderr=subprocess.STDOUT)
+    argv, _ = without_extra_bufts([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--n_ctx", "1024",
+                                   "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2",
+                                   "--interrupt_requests", "False"], probe_cpu().flags)  # as `recommender run` does
+    proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT)
     try:
         wait_up(f"http://127.0.0.1:{port}/v1/models", proc, 90)
         yield f"http://127.0.0.1:{port}/v1", log
