@@ -14,7 +14,7 @@ from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes, variant_bytes
-from recommender.predict.counts import (any_true, attention_layers, block_layers, decode_flops, is_array, minimum,
+from recommender.predict.counts import (any_true, attention_layers, block_layers, delta_rule_layers, decode_flops, is_array, minimum,
                                         moe_layers, per_model, where, window_or)
 from recommender.predict.engines import rules_for
 
@@ -23,8 +23,10 @@ from recommender.predict.engines import rules_for
 # per-column work, 16-bit weights' batched columns, per-sequence logits (copy; argmax where the engine samples),
 # attention per query head; the layers x (batch - 1) and (batch - 1) x 2N/peak terms are gone (they extrapolated
 # B = 32 / 64 linearly from B = 4 / 16); v4: an MoE model's routed experts above 8 sequences (mul_mat_id's MMQ: the
-# touched experts' weight pass and one kernel per touched expert), fitted with round 5's four MoE shapes
-CALIBRATION_VERSION = "cal-v4"
+# touched experts' weight pass and one kernel per touched expert), fitted with round 5's four MoE shapes; v5: a
+# hybrid's delta-rule (Gated DeltaNet) layers get a per-layer feature of their own (counts.delta_rule_layers: their
+# op chain per step; Qwen3.5-9B / Qwen3.6-35B-A3B were 9-13 % too fast leave-one-model-out, now 0.4 / 6.2 %)
+CALIBRATION_VERSION = "cal-v5"
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
 NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
@@ -159,6 +161,9 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
             x["logits ms"] = ((b - 1) * spec.vocab_size * LOGIT_BYTES / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3)
         if samples:  # the host reads every sequence's logits row to pick its token (argmax, samplers)
             x["argmax ms"] = b * spec.vocab_size * LOGIT_BYTES / C.HOST_MEMORY_BANDWIDTH.value * 1e3
+        delta = per_model(delta_rule_layers, spec)
+        if any_true(delta):  # a hybrid's delta-rule layers: their own kernel launches per step (counts)
+            x["delta-rule layers"] = 1.0 * delta
         moe_ms = rules_for(est.engine).moe_terms(spec)[0]
         if any_true(moe_ms):
             x["moe ms"] = moe_ms  # FIXED_FEATURES: coefficient 1

@@ -230,6 +230,17 @@ def moe_layers(spec: ModelSpec) -> int:
     return sum(1 for i in range(spec.first_k_dense_layers, spec.num_layers) if (i + 1) % step == 0)
 
 
+def delta_rule_layers(spec: ModelSpec) -> int:
+    """Linear-attention layers of the delta-rule kind (Qwen3-Next / Qwen3.5 / Qwen3.6 Gated DeltaNet, Kimi Delta
+    Attention): llama.cpp builds each from its own chain of small ops per decode step (src/models/qwen35.cpp,
+    qwen3next.cpp build_layer_attn_linear: the short convolution, q/k L2 norms, the gated delta rule, the gated norm),
+    kernel launches the per-layer cost of an attention + MLP pair does not count. 0 for the Mamba-2 (M) and LFM2
+    short-convolution (C) layers of a layer pattern, which are other ops, and for every other model."""
+    if spec.layer_pattern and any(c in spec.layer_pattern for c in "MC"):
+        return 0
+    return spec.num_linear_attn_layers
+
+
 def block_layers(spec: ModelSpec) -> float:
     """Repeating layers counted as attention + MLP pairs (the unit a per-layer kernel-launch cost is for): a Mamba-2
     hybrid's pattern letters are single blocks (M: a mixer, E / -: an MLP, *: attention; src/models/nemotron-h.cpp

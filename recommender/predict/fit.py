@@ -12,7 +12,8 @@ Two kinds of fitted term, one per (engine, hardware, metric):
     and the flash-attention work per query head (or a quantized cache's attention time); layers (per-layer
     kernel-launch and host cost per step); the batched kernels' column time (mul_mat_vec_q up to 8 sequences, MMQ
     above, with MMQ's own weight pass; 16-bit weights' columns; an MoE's touched experts above 8 sequences: their
-    MMQ weight pass and one kernel per touched expert); per-sequence logits (copy, and the host argmax
+    MMQ weight pass and one kernel per touched expert); a hybrid's delta-rule (Gated DeltaNet) layers, whose op chain
+    per step the attention + MLP layer count does not cover; per-sequence logits (copy, and the host argmax
     where the engine samples); an MoE model's routing time at a fixed coefficient of 1 (calibrated.FIXED_FEATURES).
   - TTFT (ms): matmul FLOPs / peak, one column per kernel class (1 / MFU); attention FLOPs / FP16 peak;
     layers x micro-batches; micro-batches x weight bytes / bandwidth.
