@@ -226,6 +226,14 @@ SHARED_SHAPE_CARDS = {
     # PrimeIntellect/DeepSeek-V4-Flash-Base-bf16's HF page counts 284B params)
     "deepseek-ai/DeepSeek-V4-Flash-Base": (284 * B, None, None, None, None),
     "deepseek-ai/DeepSeek-V4-Pro-Base": (1600 * B, None, None, None, None),
+    # configs branch (issue 22). IBM's disclosure ibm-granite/granite-4.1-language-models@1f82511
+    # disclosures/granite_4.1_3b_base_disclosure.json: parameter_count 3402836480, 40 layers, 40 heads, 8 KV heads
+    "ibm-granite/granite-4.1-3b-base": (3_402_836_480, 40, 40, 8, None),
+    # Nemotron-Cascade-2 card: "an open 30B MoE model with 3B activated parameters"; a third-party NVFP4 of it
+    # (chankhavu/Nemotron-Cascade-2-30B-A3B-NVFP4) lists 23 MoE + 23 Mamba + 6 attention layers = 52
+    "nvidia/Nemotron-Cascade-2-30B-A3B": (30 * B, 52, None, None, None),
+    # Nemotron-3-Super Base card: "12B active parameters and 120B parameters in total"
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-Base-BF16": (120 * B, None, None, None, None),
 }
 
 
