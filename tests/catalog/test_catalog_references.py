@@ -234,6 +234,9 @@ SHARED_SHAPE_CARDS = {
     "nvidia/Nemotron-Cascade-2-30B-A3B": (30 * B, 52, None, None, None),
     # Nemotron-3-Super Base card: "12B active parameters and 120B parameters in total"
     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-Base-BF16": (120 * B, None, None, None, None),
+    # Phi-4-reasoning-vision-15B: the text fields of its MLX conversion as a third-party reader's test reads them
+    # (search-tool file id 67343951183): 40 layers, 40 heads (its "15B" counts the SigLIP-2 tower, no reference here)
+    "microsoft/Phi-4-reasoning-vision-15B": (None, 40, 40, None, None),
 }
 
 
