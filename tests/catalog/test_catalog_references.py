@@ -237,6 +237,9 @@ SHARED_SHAPE_CARDS = {
     # Phi-4-reasoning-vision-15B: the text fields of its MLX conversion as a third-party reader's test reads them
     # (search-tool file id 67343951183): 40 layers, 40 heads (its "15B" counts the SigLIP-2 tower, no reference here)
     "microsoft/Phi-4-reasoning-vision-15B": (None, 40, 40, None, None),
+    # Nemotron 3 Nano Omni: its decoder is the Nano 30B-A3B, 23 Mamba + 23 MoE + 6 GQA layers (NVIDIA's release
+    # summary); "30B-A3B" (the encoders, not counted here, are about 1B more)
+    "nvidia/Nemotron-3-Nano-Omni-30B-A3B-Reasoning-BF16": (30 * B, 52, None, None, None),
 }
 
 
