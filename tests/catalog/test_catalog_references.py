@@ -240,6 +240,9 @@ SHARED_SHAPE_CARDS = {
     # Nemotron 3 Nano Omni: its decoder is the Nano 30B-A3B, 23 Mamba + 23 MoE + 6 GQA layers (NVIDIA's release
     # summary); "30B-A3B" (the encoders, not counted here, are about 1B more)
     "nvidia/Nemotron-3-Nano-Omni-30B-A3B-Reasoning-BF16": (30 * B, 52, None, None, None),
+    # gemma-4-12B: the card's 48 layers (as quoted at twinogamez.com; the 12B -it and pretrained safetensors are the
+    # same 23,919,549,408 bytes)
+    "google/gemma-4-12B": (None, 48, None, None, None),
 }
 
 
