@@ -18,7 +18,9 @@ families only, from the grid E1_V2_GRID (link lower offset 0 / 5 x ceiling 90 / 
 penalty 1 / 3, distillation flag in / out: 32 candidates); the held-out family never takes part in choosing them, and
 it is predicted by a refit (IRLS included) on the other families. The inner LOFO is the hat-matrix one at the inner
 fit's Huber weights. Also printed: v2's LOFO by actual refits (each family left out and the IRLS rerun), its MAE, and
-how many LOFO errors the 95 % interval a new family gets (LOFO RMSE in t x 1.96) covers.
+how many LOFO errors the 95 % interval a new family gets covers (1.96 x the LOFO RMSE in t; for v2 the larger of
+that and the gap-dependent level, sqrt(a + b x years from the publisher's nearest other family)), over all rows and
+over the rows >= 0.6 years from the publisher's other families.
 """
 
 from __future__ import annotations
@@ -55,16 +57,28 @@ def en_values(meta: bq.Meta) -> dict:
     return bq.en_entity_values(meta, oll, backbone, br["bridged"], sigma_oll, sigma_tmpl)
 
 
-def coverage(est: bq.Estimator) -> float:
-    """Share of the LOFO errors inside the 95 % interval a new family of a known publisher gets (t +- 1.96 LOFO RMSE)."""
-    return sum(abs(e) <= bq.Z95 * est.lofo_rmse_t for e in est.lofo_t) / len(est.lofo_t)
+def coverage(est: bq.Estimator, gap: bool = False, far: bool = False) -> float:
+    """Share of the LOFO errors inside the 95 % interval a new family of a known publisher gets (t +- 1.96 LOFO RMSE;
+    ``gap``: v2's gap-dependent level, Estimator.lofo_sd_t); ``far``: only rows >= 0.6 years from the publisher's
+    nearest other family."""
+    yi = est.feature_names.index("year")
+    inside = []
+    for r, e in zip(est.rows, est.lofo_t):
+        year = r["features"][yi] + 2024.0
+        g = est.publisher_gap(r["org"], year, r["family"])
+        if far and (g is None or g < 0.6):
+            continue
+        sd = est.lofo_sd_t(r["org"], year, r["family"]) if gap else est.lofo_rmse_t
+        inside.append(abs(e) <= bq.Z95 * sd)
+    return sum(inside) / len(inside)
 
 
-def line(label: str, est: bq.Estimator) -> str:
+def line(label: str, est: bq.Estimator, gap: bool = False) -> str:
     mae = sum(abs(e) for e in est.lofo) / len(est.lofo)
-    return (f"{label:<44} n={len(est.rows):3d} families={len(est.fams):3d}  LOFO {est.lofo_rmse:5.2f} (MAE {mae:4.2f}, "
-            f"95 % interval covers {100 * coverage(est):4.1f} %)  LOO {est.loo_rmse:5.2f}  leave-publisher-out "
-            f"{est.looo_rmse:5.2f}  (points)")
+    return (f"{label:<44} n={len(est.rows):3d} families={len(est.fams):3d}  LOFO {est.lofo_rmse:5.2f} (MAE {mae:4.2f}; "
+            f"95 % interval covers {100 * coverage(est, gap):4.1f} %, {100 * coverage(est, gap, True):4.1f} % >= 0.6 y "
+            f"from the publisher's other families)  LOO {est.loo_rmse:5.2f}  leave-publisher-out {est.looo_rmse:5.2f}  "
+            "(points)")
 
 
 def fit_v2(meta, vals, cfg: dict | None = None) -> bq.Estimator:
@@ -261,8 +275,8 @@ def main(argv=None) -> int:
     print(line("before (score-v7), its rows", before))
     print(line("v1 (score-v8), the same rows", after_same))
     print(line("v1 (score-v8), the rows the build trains on", after_grown))
-    print(line("v2 (score-v9), the same rows", v2_same))
-    print(line("v2 (score-v9), the rows the build trains on", v2_grown))
+    print(line("v2 (score-v9), the same rows", v2_same, True))
+    print(line("v2 (score-v9), the rows the build trains on", v2_grown, True))
     new = sorted({r["entity"] for r in after_grown.rows} - {r["entity"] for r in before.rows})
     gone = sorted({r["entity"] for r in before.rows} - {r["entity"] for r in after_grown.rows})
     print(f"rows added since 'before': {len(new)}" + (f" ({', '.join(new)})" if new else ""))

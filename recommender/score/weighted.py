@@ -48,9 +48,9 @@ SCORE_VERSION = "score-v9-e1-v2"  # v1: the brief's min-max default; v2: value f
 # v7 (issue 23, 2026 evidence): the Qwen3.6-27B blog / Qwen3.5-4B-9B card C-Eval, MMLU-Pro, GPQA-Diamond rows and
 # card C-Eval tables in zh (with the zh thinking-mode shift); Qwen3.6-27B and Qwen3.5-9B typed hybrid
 # v8 (issue 23, E1-en): code/math and vision-language flags, year x size and publisher year slopes in E1-en
+# (leave-family-out 5.06 -> 4.18, bench/e1_lofo.py), checkpoint_facts.csv kinds, the Nemotron-3-Nano card rows
 # v9 (issue 23, E1-en v2): distillation flag (sources/quality/distilled.csv), generalized logit logit((y+5)/95), Huber
 # loss, publisher slope penalty 1: leave-family-out 4.18 -> 3.89 (nested 3.96)
-# (leave-family-out 5.06 -> 4.18, bench/e1_lofo.py), checkpoint_facts.csv kinds, the Nemotron-3-Nano card rows
 CRITERIA = ("latency", "vram", "ppl", "zh", "en", "acc")
 # The brief's weights; under value the task-accuracy weight is on the workload's task mix (acc), under the brief's
 # min-max / z-score on C-Eval (zh), as the brief had it.
