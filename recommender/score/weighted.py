@@ -50,7 +50,8 @@ SCORE_VERSION = "score-v9-e1-v2"  # v1: the brief's min-max default; v2: value f
 # v8 (issue 23, E1-en): code/math and vision-language flags, year x size and publisher year slopes in E1-en
 # (leave-family-out 5.06 -> 4.18, bench/e1_lofo.py), checkpoint_facts.csv kinds, the Nemotron-3-Nano card rows
 # v9 (issue 23, E1-en v2): distillation flag (sources/quality/distilled.csv), generalized logit logit((y+5)/95), Huber
-# loss, publisher slope penalty 1: leave-family-out 4.18 -> 3.89 (nested 3.96)
+# loss, publisher slope penalty 1, publisher-gap interval: leave-family-out 4.24 -> 3.88 (nested 3.91); the Gemma 4
+# model card's MMLU-Pro / GPQA-Diamond rows (gemma-4 26B-A4B / E4B / E2B -it bridged)
 CRITERIA = ("latency", "vram", "ppl", "zh", "en", "acc")
 # The brief's weights; under value the task-accuracy weight is on the workload's task mix (acc), under the brief's
 # min-max / z-score on C-Eval (zh), as the brief had it.
