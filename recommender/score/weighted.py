@@ -39,7 +39,7 @@ from recommender.core.errors import UserError
 
 # The label of the score, the order and the quality figures they read (recommender.versions; tests/e2e/test_golden.py):
 # bump it when a ranking or a score changes while the predicted figures do not.
-SCORE_VERSION = "score-v8-e1-lofo"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3:
+SCORE_VERSION = "score-v9-e1-v2"  # v1: the brief's min-max default; v2: value functions, comparable accuracy; v3:
 # every catalog model's own comparable-accuracy row (sources/quality rebuilt 2026-12-01), classifier checkpoints out of
 # chat; v4: bitsandbytes quantizations priced by their own quant_quality rows (were unknown: the worst price); v5: decode
 # speed priced from the workload's comfortable speed (decode_comfort_tok_s) down to reading speed; v6 (issue 23): ranked
@@ -49,6 +49,9 @@ SCORE_VERSION = "score-v8-e1-lofo"  # v1: the brief's min-max default; v2: value
 # card C-Eval tables in zh (with the zh thinking-mode shift); Qwen3.6-27B and Qwen3.5-9B typed hybrid
 # v8 (issue 23, E1-en): code/math and vision-language flags, year x size and publisher year slopes in E1-en
 # (leave-family-out 5.06 -> 4.18, bench/e1_lofo.py), checkpoint_facts.csv kinds, the Nemotron-3-Nano card rows
+# v9 (issue 23, E1-en v2): distillation flag (sources/quality/distilled.csv), generalized logit logit((y+5)/95), Huber
+# loss, publisher slope penalty 1, publisher-gap interval: leave-family-out 4.24 -> 3.88 (nested 3.91); the Gemma 4
+# model card's MMLU-Pro / GPQA-Diamond rows (gemma-4 26B-A4B / E4B / E2B -it bridged)
 CRITERIA = ("latency", "vram", "ppl", "zh", "en", "acc")
 # The brief's weights; under value the task-accuracy weight is on the workload's task mix (acc), under the brief's
 # min-max / z-score on C-Eval (zh), as the brief had it.
