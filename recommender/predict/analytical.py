@@ -23,7 +23,8 @@ from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Str
 from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
 from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
-    MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, any_true, attention_layers, clear_memos, compressed, decode_flops, is_array,
+    MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, any_true, attention_layers, clear_memos, compressed, decode_flops,
+    indexer_key_elements_per_token, is_array,
     maximum, minimum, per_model, per_record, prefill_flops, prefill_flops_parts, recurrent_state_bytes, round_int,
     round_up, to_int, where)
 from recommender.predict.engines import rules_for
@@ -207,6 +208,14 @@ def _dsv4_engine(spec: ModelSpec, engine: str) -> None:
         raise ValueError(f"{spec.id}: DeepSeek-V4's compressed caches are modelled for llama.cpp only, not {engine}")
 
 
+def _dsa_engine(spec: ModelSpec, engine: str) -> None:
+    """DeepSeek sparse attention's indexer key cache is modelled from llama.cpp's (src/llama-kv-cache-dsa.cpp): an
+    engine that loads GGUF files runs it; the others are refused (quant.LLAMA_CPP_ONLY_ARCHS)."""
+    if spec.num_indexer_layers and engine_spec(engine).file_format != "gguf":
+        raise ValueError(f"{spec.id}: DeepSeek sparse attention's indexer key cache is modelled for llama.cpp only, "
+                         f"not {engine}")
+
+
 @per_record
 def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str = "f16") -> int:
     if compressed(spec):
@@ -222,13 +231,16 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
         full_layers = attention_layers(spec) - spec.num_swa_layers
         split = round_int((full_el * full_layers + swa_el * spec.num_swa_layers) * C.KV_DTYPE_BYTES[kv_dtype])
         per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
-        return where(spec.full_head_dim, split, round_int(per_layer * attention_layers(spec)))
+        idx = indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype]
+        return where(spec.full_head_dim, split, round_int(per_layer * attention_layers(spec) + idx))
     if spec.full_head_dim:
         full_el, swa_el = _split_kv_elements(spec)
         full_layers = attention_layers(spec) - spec.num_swa_layers
         return int(round((full_el * full_layers + swa_el * spec.num_swa_layers) * C.KV_DTYPE_BYTES[kv_dtype]))
+    _dsa_engine(spec, engine)
     per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
-    return int(round(per_layer * attention_layers(spec)))
+    idx = indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype]  # DSA indexer keys (0 without)
+    return int(round(per_layer * attention_layers(spec) + idx))
 
 
 @per_record
@@ -246,14 +258,18 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
         full_el, swa_el = _split_kv_elements(spec)
         split = round_int((full_el * full_layers * ctx + swa_el * spec.num_swa_layers * swa_tokens)
                           * C.KV_DTYPE_BYTES[kv_dtype] * batch)
-        plain = round_int(per_layer_token * (full_layers * ctx + spec.num_swa_layers * swa_tokens) * batch)
+        plain = round_int((per_layer_token * (full_layers * ctx + spec.num_swa_layers * swa_tokens)
+                           + indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype] * ctx) * batch)
         return where(spec.full_head_dim, split, plain) + recurrent_state_bytes(spec, batch)
     if spec.full_head_dim:  # Gemma-4: per-layer head sizes (KV-shared layers are not in attention_layers)
         full_el, swa_el = _split_kv_elements(spec)
         elements = full_el * full_layers * ctx + swa_el * spec.num_swa_layers * swa_tokens
         return int(round(elements * C.KV_DTYPE_BYTES[kv_dtype] * batch)) + recurrent_state_bytes(spec, batch)
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
-    return int(round(per_layer_token * tokens * batch)) + recurrent_state_bytes(spec, batch)
+    _dsa_engine(spec, engine)
+    # DSA: the indexer key cache has the main cache's cells (llama_kv_cache_dsa: one kv_size for kv_mla and kv_lid)
+    idx = indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype] * ctx
+    return int(round((per_layer_token * tokens + idx) * batch)) + recurrent_state_bytes(spec, batch)
 
 
 def fixed_step_ms(spec: ModelSpec, engine: str, family: str) -> tuple[float, float, str]:

@@ -166,6 +166,15 @@ def attention_layers(spec: ModelSpec) -> int:
     return spec.num_attention_layers
 
 
+def indexer_key_elements_per_token(spec: ModelSpec) -> int:
+    """Elements one token adds to DeepSeek sparse attention's lightning-indexer key cache, all layers together
+    (DeepSeek-V3.2 / GLM-5.x): src/llama-kv-cache-dsa.cpp llama_kv_cache_dsa makes kv_lid, a llama_kv_cache over
+    hparams with n_head_kv 1 and key size indexer_head_size, K only (MLA hparams: has_v = !is_mla in
+    src/llama-kv-cache.cpp), of the main cache's type_k and cell count, on the layers src/llama-model.cpp
+    create_memory's filter_lid keeps (the trunk layers; on glm-dsa those whose indexer is "full"). 0 without one."""
+    return spec.num_indexer_layers * spec.indexer_head_dim
+
+
 # llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
 RECURRENT_STATE_BYTES = 4
 
