@@ -605,6 +605,12 @@ def test_dsa_published_counts_and_layout():
     assert (g.first_k_dense_layers, g.num_layers, g.nextn_layers, g.indexer_heads, g.indexer_head_dim) == \
         (3, 78, 1, 32, 128)
     assert g.indexer_pattern == "F" * 78 and g2.num_indexer_layers == 21 and g2.indexer_pattern.startswith("FFFSSSF")
+    # a published GLM-5 GGUF's own count (sokann/GLM-5-GGUF-1.594bpw model card, its llama-server log: "repeating
+    # layers = 138.826 GiB (1.586 BPW, 751.961 B parameters)"; search pages corpus): every blk.* tensor, the MTP block
+    # included, so the file holds the block and the block has no embedding / head copies (they would add 1.90B).
+    # Hugging Face's header count for AesSedai/GLM-5.1-GGUF: "754B params".
+    repeating = sum(t.n_elements for t in tensor_inventory(g) if t.layer is not None and t.layer >= 0)
+    assert round(repeating / 1e9, 3) == 751.961 and round(g.params_total / 1e9) == 754
     sh = shapes(v)
     # src/models/deepseek32.cpp: the indexer on every layer, the MTP block's own embedding / head copies
     assert sh["blk.0.indexer.attn_q_b.weight"] == (1536, 64 * 128) and sh["blk.0.indexer.proj.weight"] == (7168, 64)
