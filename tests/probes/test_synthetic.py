@@ -576,7 +576,8 @@ def test_dsa_cut_caches_and_weights_are_llama_cpps(tmp_path, capfd, name, layers
     path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "dsa.gguf")
     check_file(path, spec, "Q8_0")
     n_ctx = 4096
-    log = llama_cpp_log(path, n_ctx, capfd, use_mmap=False)  # a mapped buffer spans the skipped MTP tensors too
+    # no mmap: a mapped buffer spans the skipped MTP tensors too; flash attention as bench/cpu_arch_buffers.py runs it
+    log = llama_cpp_log(path, n_ctx, capfd, use_mmap=False, flash_attn=True)
     kv = [float(x) * 2**20 for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)]
     model = sum(float(x) for x in re.findall(r"CPU(?:_Mapped)? model buffer size =\s*([0-9.]+) MiB", log)) * 2**20
     assert "creating indexer KV cache" in log and len(kv) == 2, log[-2000:]
@@ -585,3 +586,9 @@ def test_dsa_cut_caches_and_weights_are_llama_cpps(tmp_path, capfd, name, layers
     assert abs(sum(kv) - kv_cache_bytes(spec, n_ctx, 1)) <= 2 * 0.005 * 2**20
     resident = weights_bytes(spec, "Q8_0") - mtp_bytes(spec, "Q8_0")[0]
     assert abs(model - resident) <= 0.005 * 2**20 + 64 * 1024  # printed precision + per-tensor alignment padding
+    # the compute buffer with the DSA terms (llama_cpp.dsa_compute_bytes): 36.5 / 48.5 MiB against llama.cpp's CPU
+    # 37.03 / 49.03 (its CPU graph's own 0.53 MiB beyond the formula); 8.5 MiB without them
+    from recommender.predict.analytical import llama_cpp_compute_buffer  # noqa: PLC0415
+
+    cb = max(float(x) for x in re.findall(r"CPU compute buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    assert 0 <= cb - llama_cpp_compute_buffer(spec, n_ctx, True)[0] <= 1 * 2**20
