@@ -575,6 +575,10 @@ def test_dsa_cut_caches_and_weights_are_llama_cpps(tmp_path, capfd, name, layers
     assert gguf_arch(spec) in ("deepseek32", "glm-dsa") and spec.indexer_pattern == pattern and spec.nextn_layers == 1
     path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "dsa.gguf")
     check_file(path, spec, "Q8_0")
+    from recommender.model.arch import arch_key, spec_from_gguf  # noqa: PLC0415
+
+    back = spec_from_gguf(path)[0]  # the header read back: the same tensors (MLA files state one KV head)
+    assert arch_key(back) == arch_key(spec)._replace(num_kv_heads=1) and back.params_total == spec.params_total
     n_ctx = 4096
     # no mmap: a mapped buffer spans the skipped MTP tensors too; flash attention as bench/cpu_arch_buffers.py runs it
     log = llama_cpp_log(path, n_ctx, capfd, use_mmap=False, flash_attn=True)
