@@ -19,6 +19,7 @@ from pydantic import Field
 
 
 from recommender.core.engines import engine_spec
+from recommender.core.errors import UserError
 from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Strict, Variant
 from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
@@ -201,19 +202,27 @@ def _split_kv_elements(spec: ModelSpec) -> tuple[int, int]:
             2 * spec.num_kv_heads * spec.head_dim)
 
 
+class LlamaCppOnly(UserError, ValueError):
+    """A model whose memory is modelled for llama.cpp only, asked for another engine: a per-engine refusal the CLI
+    prints as an error with its hint (a ValueError too, for the callers that catch one)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, hint="ask for --engine llama.cpp with a GGUF quantization (Q4_K_M, Q8_0, ...)")
+
+
 def _dsv4_engine(spec: ModelSpec, engine: str) -> None:
     """DeepSeek-V4's compressed caches are modelled from llama.cpp's own (src/llama-kv-cache-dsv4.cpp): an engine
     that loads GGUF files (its record's file_format) runs them; the others are refused (quant.LLAMA_CPP_ONLY_ARCHS)."""
     if engine_spec(engine).file_format != "gguf":
-        raise ValueError(f"{spec.id}: DeepSeek-V4's compressed caches are modelled for llama.cpp only, not {engine}")
+        raise LlamaCppOnly(f"{spec.id}: DeepSeek-V4's compressed caches are modelled for llama.cpp only, not {engine}")
 
 
 def _dsa_engine(spec: ModelSpec, engine: str) -> None:
     """DeepSeek sparse attention's indexer key cache is modelled from llama.cpp's (src/llama-kv-cache-dsa.cpp): an
     engine that loads GGUF files runs it; the others are refused (quant.LLAMA_CPP_ONLY_ARCHS)."""
     if spec.num_indexer_layers and engine_spec(engine).file_format != "gguf":
-        raise ValueError(f"{spec.id}: DeepSeek sparse attention's indexer key cache is modelled for llama.cpp only, "
-                         f"not {engine}")
+        raise LlamaCppOnly(f"{spec.id}: DeepSeek sparse attention's indexer key cache is modelled for llama.cpp "
+                           f"only, not {engine}")
 
 
 @per_record
