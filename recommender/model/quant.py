@@ -577,11 +577,6 @@ MXFP4_NATIVE_QUANTS = ("MXFP4", "Q8_0", "F16", "BF16")
 # llama.cpp's (src/llama-kv-cache-dsa.cpp: a K-only cache of indexer_head_dim per token on each indexer layer, type_k);
 # vLLM's (an FP8 key cache with per-block scales beside the MLA cache, sparse MLA kernels) and SGLang's are not.
 LLAMA_CPP_ONLY_ARCHS = frozenset({"deepseek4", "deepseek32", "glm-dsa"})
-LLAMA_CPP_ONLY_REASON = {
-    "deepseek4": "DeepSeek-V4's compressed KV caches are modelled for llama.cpp only",
-    "deepseek32": "DeepSeek sparse attention's indexer key cache is modelled for llama.cpp only",
-    "glm-dsa": "DeepSeek sparse attention's indexer key cache is modelled for llama.cpp only",
-}
 
 
 def _mxfp4_native(key) -> bool:
