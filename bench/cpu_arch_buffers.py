@@ -29,6 +29,9 @@ low.llama_model_default_params = params
 from recommender.predict.analytical import kv_cache_bytes, recurrent_state_bytes, llama_cpp_compute_buffer, mtp_bytes
 from recommender.model.quant import weights_bytes
 Q=dict(linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=64, linear_value_head_dim=64)
+# the cuts of tests/probes/test_synthetic.py test_dsa_cut_caches_and_weights_are_llama_cpps
+DSA=dict(kv_lora_rank=128, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64, q_lora_rank=128, index_n_heads=4,
+         index_head_dim=64, first_k_dense_replace=1, num_key_value_heads=4)
 N=dict(mamba_num_heads=8, mamba_head_dim=32, n_groups=2, ssm_state_size=32)
 cases = [
  ("baseline dense (qwen3)", shrunk("Qwen__Qwen3-8B", layers=4)),
@@ -43,6 +46,10 @@ cases = [
   shrunk("deepseek-ai__DeepSeek-V4-Flash", layers=5, experts=8, num_key_value_heads=1, head_dim=128,
          qk_rope_head_dim=64, q_lora_rank=128, o_lora_rank=64, o_groups=2, index_n_heads=4, index_head_dim=64,
          num_hash_layers=1, compress_ratios=[0, 4, 128, 4, 128, 0])),
+ ("MLA + DSA lightning indexer MoE (DeepSeek-V3.2, deepseek32)", shrunk("deepseek-ai__DeepSeek-V3.2", layers=3, experts=8, **DSA)),
+ ("MLA + DSA lightning indexer MoE (GLM-5, glm-dsa)", shrunk("zai-org__GLM-5", layers=3, experts=8, **DSA)),
+ ("MLA + DSA lightning indexer MoE, shared indexers (GLM-5.2, glm-dsa)",
+  shrunk("zai-org__GLM-5.2", layers=6, experts=8, indexer_types=["full", "full", "shared", "shared", "full", "shared"], **DSA)),
 ]
 if os.environ.get("CASES"):  # CASES=deepseek4 runs the cases whose label contains it
     cases = [c for c in cases if os.environ["CASES"] in c[0]]

@@ -189,6 +189,13 @@ class ModelSpec(Strict):
     indexer_head_dim: int = 0
     indexer_top_k: int = 0  # compressed keys each query attends on a CSA layer (config index_topk)
     hash_layers: int = 0
+    # DeepSeek sparse attention (DeepSeek-V3.2 deepseek32, GLM-5 glm-dsa: llama.cpp src/models/deepseek32.cpp,
+    # glm-dsa.cpp; conversion/deepseek.py DeepseekV32Model, conversion/glm.py GlmMoeDsaModel): MLA plus a lightning
+    # indexer (indexer_heads x indexer_head_dim queries, one indexer_head_dim key per token, index_topk keys kept).
+    # One letter per trunk layer: F = the layer has its own indexer (its tensors and a key cache of indexer_head_dim
+    # per token, llama_kv_cache_dsa's kv_lid), S = a "shared" layer reusing the previous full layer's top-k (GLM-5.2
+    # indexer_types; no indexer tensors, no key cache). None: no DSA indexer.
+    indexer_pattern: Optional[str] = None
     # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
     # checkpoint kind is the field `checkpoint` below
     modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)
@@ -234,6 +241,11 @@ class ModelSpec(Strict):
             return self.layer_pattern.count("M") + self.layer_pattern.count("C")
         k = self.full_attention_interval
         return self.num_layers - self.num_layers // k if k else 0
+
+    @property
+    def num_indexer_layers(self) -> int:
+        """Trunk layers with their own DSA lightning indexer (and its key cache); 0 without one."""
+        return self.indexer_pattern.count("F") if self.indexer_pattern else 0
 
     @property
     def num_attention_layers(self) -> int:

@@ -85,6 +85,11 @@ GGUF_ARCH = {
     # hash-routed leading MoE layers, routed experts written as MXFP4 by the converter (conversion/deepseek.py
     # DeepseekV4Model, src/models/deepseek4.cpp, src/llama-kv-cache-dsv4.cpp); its MTP block goes to a separate file
     "deepseek_v4": "deepseek4",
+    # DeepSeek-V3.2 / GLM-5.x: DeepSeek-V3's MLA + MoE layout plus the DSA lightning indexer on every layer (GLM-5.2:
+    # on the indexer_types "full" layers only) and the MTP block the converter appends unless --no-mtp
+    # (conversion/deepseek.py DeepseekV32Model, conversion/glm.py GlmMoeDsaModel; src/models/deepseek32.cpp,
+    # glm-dsa.cpp; the indexer key cache in src/llama-kv-cache-dsa.cpp)
+    "deepseek_v32": "deepseek32", "glm_moe_dsa": "glm-dsa",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -96,6 +101,7 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
     "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "lfm2": "lfm2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
     "nemotron_h_moe": "nemotron_h", "gemma4": "gemma4_text", "deepseek4": "deepseek_v4",
+    "deepseek32": "deepseek_v32", "glm-dsa": "glm_moe_dsa",
 }
 
 # Model types seen in real configs whose weights or memory this code cannot size correctly, and why. A config of
@@ -103,7 +109,6 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
 UNSUPPORTED_REASONS = {
     "nemotron-nas": "per-layer block_configs (layers of different widths, some without attention) are not modelled",
     "mllama_text_model": "interleaved cross-attention layers (Llama-3.2-Vision) are not modelled",
-    "deepseek_v32": "DeepSeek sparse attention (the lightning indexer's tensors and its key cache) is not modelled",
     "mimo": "MiMo's multi-token-prediction layers are not modelled",
     "mimo_v2_flash": "MiMo-V2's hybrid sliding-window attention with differing head sizes and MTP layers are not "
                      "modelled",
@@ -117,7 +122,6 @@ UNSUPPORTED_REASONS = {
     "minicpm3": "MiniCPM3's multi-head latent attention config (no v_head_dim) is not modelled",
     "kimi_linear": "Kimi Delta Attention layers (their conv / delta-rule state) and the MLA layers between them are "
                    "not modelled",
-    "glm_moe_dsa": "GLM-5's MLA with the DSA lightning indexer (its tensors and key cache) is not modelled",
     "minimax_m3": "MiniMax-M3's sparse-attention indexer and its leading dense layers are not modelled",
 }
 # What the refused types are in the vendored llama.cpp of llama-cpp-python 0.3.36 (src/llama-arch.cpp; conversion/ of
@@ -294,7 +298,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
             end = get("moe_layer_end_index", required=False)
             if end is not None and end not in (-1, n_layers - 1):
                 raise UnsupportedArchitecture(f"config for {model_id}: moe_layer_end_index {end} is not modelled")
-        elif model_type.startswith("deepseek") or model_type in ("kimi_k2", "glm4_moe_lite"):
+        elif model_type.startswith("deepseek") or model_type in ("kimi_k2", "glm4_moe_lite", "glm_moe_dsa"):
             # DeepSeek-V2 modeling_deepseek.py: shared experts are one MLP of width moe_intermediate_size * n_shared
             n_shared = _as_int(get("n_shared_experts", required=False, default=0), "n_shared_experts", model_id)
             shared_ff = moe_ff * n_shared
@@ -417,6 +421,8 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         linear, n_swa = _gemma4_fields(cfg, get, model_id, n_layers, n_kv)
     elif model_type == "deepseek_v4":
         linear = _deepseek_v4_fields(cfg, get, model_id, n_layers)
+    elif model_type in ("deepseek_v32", "glm_moe_dsa"):
+        linear = _dsa_fields(cfg, get, model_id, n_layers, kv_lora)
     elif model_type == "exaone4_5_text":
         linear = {"nextn_layers": _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0,
                                           "num_nextn_predict_layers", model_id)}
@@ -497,6 +503,36 @@ def _deepseek_v4_fields(cfg: dict, get: Any, model_id: str, n_layers: int) -> di
     if cfg.get("scoring_func", "sqrtsoftplus") != "sqrtsoftplus":
         # src/models/deepseek4.cpp load_arch_hparams: "DeepSeek-V4 loader currently expects sqrtsoftplus MoE scoring"
         raise UnsupportedArchitecture(f"config for {model_id}: DeepSeek-V4 scoring_func other than sqrtsoftplus")
+    return fields
+
+
+def _dsa_fields(cfg: dict, get: Any, model_id: str, n_layers: int, kv_lora: int) -> dict[str, Any]:
+    """DeepSeek sparse attention's fields, as conversion/deepseek.py DeepseekV32Model / conversion/glm.py
+    GlmMoeDsaModel write them: index_n_heads, index_head_dim, index_topk (attention.indexer.*), GLM-5.2's
+    indexer_types ("full" / "shared" per trunk layer: attention.indexer.types; without it every layer is full, the
+    loaders' default for files without the key and n_ctx_train < 2^20) and the appended MTP block
+    (num_nextn_predict_layers, kept unless --no-mtp)."""
+    if not kv_lora:
+        # src/models/glm-dsa.cpp load_arch_tensors: "GLM_DSA architecture requires MLA" (deepseek32 the same layout)
+        raise UnsupportedArchitecture(f"config for {model_id}: DeepSeek sparse attention without MLA (kv_lora_rank)")
+    types = cfg.get("indexer_types")
+    if types is None:
+        pattern = "F" * n_layers
+    elif isinstance(types, list) and len(types) == n_layers and set(types) <= {"full", "shared"} and \
+            types[0] == "full":
+        pattern = "".join("F" if t == "full" else "S" for t in types)
+    else:
+        # glm-dsa.cpp: a shared layer reuses the top-k of a previous full one (the first must be full)
+        raise UnsupportedArchitecture(f"config for {model_id}: indexer_types needs full / shared for each of its "
+                                      f"{n_layers} layers, the first full")
+    fields = {"indexer_pattern": pattern}
+    for field, key in (("indexer_heads", "index_n_heads"), ("indexer_head_dim", "index_head_dim"),
+                       ("indexer_top_k", "index_topk")):
+        fields[field] = _as_int(get(key), key, model_id)
+    if not fields["indexer_heads"] or not fields["indexer_head_dim"]:
+        raise _bad(f"config for {model_id}: index_n_heads and index_head_dim must be positive")
+    fields["nextn_layers"] = _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0,
+                                     "num_nextn_predict_layers", model_id)
     return fields
 
 
@@ -635,6 +671,7 @@ class ArchKey(NamedTuple):
     indexer_heads: int = 0
     indexer_head_dim: int = 0
     hash_layers: int = 0
+    indexer_pattern: Optional[str] = None
 
 
 def gguf_arch(spec: ModelSpec) -> str:
@@ -687,6 +724,7 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
     if arch == "deepseek4":
         return _deepseek4_inventory(key)
     fused_qkv = arch in _FUSED_QKV_GGUF
+    dsa = arch in DSA_ARCHS
     fused_up = arch in _FUSED_GATE_UP_GGUF
     gpt_oss = arch == "gpt-oss"
     out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
@@ -718,6 +756,8 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             t += [(b + "attn_kv_a_mqa.weight", (H, kv_lora + qk_rope)), (b + "attn_kv_a_norm.weight", (kv_lora,)),
                   (b + "attn_k_b.weight", (qk_nope, kv_lora, nh), 1), (b + "attn_v_b.weight", (kv_lora, v_hd, nh), 1),
                   (b + "attn_output.weight", (nh * v_hd, H))]
+            if dsa and (i >= L or key.indexer_pattern[i] == "F"):
+                t += _dsa_indexer(key, b)
         else:
             if fused_qkv:
                 t += [(b + "attn_qkv.weight", (H, q_dim + 2 * kv_dim))]
@@ -764,6 +804,8 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             t += [(b + "ffn_gate.weight", (H, ff)), (b + "ffn_up.weight", (H, ff)), (b + "ffn_down.weight", (ff, H))]
         if extra_norms or arch in _POST_NORM_ONLY:
             t += [(b + "post_ffw_norm.weight", (H,))]
+        if i >= L and dsa:
+            t += _dsa_nextn(key, b)
         if i >= L and arch == "exaone4":
             # EXAONE-4.5 MTP block (src/models/exaone4.cpp is_nextn): the trunk block plus eh_proj and three norms
             t += [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
@@ -775,6 +817,36 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
     if not tied and arch not in _ALWAYS_TIED:
         out.append(("output.weight", (H, V), -1, 1))
     return tuple(out)
+
+
+# DeepSeek sparse attention (MLA + the lightning indexer): llama.cpp src/models/deepseek32.cpp, glm-dsa.cpp
+DSA_ARCHS = frozenset({"deepseek32", "glm-dsa"})
+# The MTP block of a DeepSeek-V3.2 checkpoint carries its own copies of the embedding and output head
+# (model.layers.61.embed_tokens / shared_head.head: the DeepSeek-V3 report's 14B MTP weights beside the 671B trunk);
+# the converter maps them to nextn.embed_tokens / nextn.shared_head_head (gguf-py tensor_mapping.py)
+_NEXTN_OWN_HEAD = frozenset({"deepseek32"})
+
+
+def _dsa_indexer(key: ArchKey, b: str) -> list[tuple]:
+    """A layer's lightning indexer as src/models/deepseek32.cpp / glm-dsa.cpp load_arch_tensors create it:
+    indexer.k_norm (LayerNorm weight + bias {idx_dim}), indexer.proj {n_embd, idx_heads} (the per-head weights; F32
+    in the converter's file, conversion/base.py's F32 list), indexer.attn_k {n_embd, idx_dim}, indexer.attn_q_b
+    {q_lora, idx_heads x idx_dim}."""
+    H, q_lora, h, d = key.hidden_size, key.q_lora_rank, key.indexer_heads, key.indexer_head_dim
+    return [(b + "indexer.k_norm.weight", (d,)), (b + "indexer.k_norm.bias", (d,)),
+            (b + "indexer.proj.weight", (H, h)), (b + "indexer.attn_k.weight", (H, d)),
+            (b + "indexer.attn_q_b.weight", (q_lora, h * d))]
+
+
+def _dsa_nextn(key: ArchKey, b: str) -> list[tuple]:
+    """The MTP block's own tensors (deepseek32.cpp / glm-dsa.cpp, i >= n_layer): eh_proj {2 n_embd, n_embd}, enorm,
+    hnorm, shared_head_norm, and on DeepSeek-V3.2 its embedding / head copies (_NEXTN_OWN_HEAD)."""
+    H, V = key.hidden_size, key.vocab_size
+    t = [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
+         (b + "nextn.hnorm.weight", (H,)), (b + "nextn.shared_head_norm.weight", (H,))]
+    if key.gguf_arch in _NEXTN_OWN_HEAD:
+        t += [(b + "nextn.embed_tokens.weight", (H, V)), (b + "nextn.shared_head_head.weight", (H, V))]
+    return t
 
 
 def _deepseek4_inventory(key: ArchKey) -> tuple[RawTensor, ...]:
@@ -1157,6 +1229,26 @@ def _hybrid_fields_from_gguf(arch: str, kv: Any, block_count: int, n_experts: in
             raise UserError(f"{fname}: an LFM2 GGUF needs per-layer head_count_kv and shortconv.l_cache",
                             hint=_GGUF_HINT)
         return {"layer_pattern": "".join("*" if h else "C" for h in kv_heads), "linear_conv_kernel": l_cache}
+    if arch in DSA_ARCHS:
+        # conversion/deepseek.py DeepseekV32Model / glm.py GlmMoeDsaModel: attention.indexer.* and nextn_predict_layers
+        nextn = int(kv("nextn_predict_layers", 0) or 0)
+        vals = {f: kv(f"attention.indexer.{k}") for f, k in (("indexer_heads", "head_count"),
+                                                             ("indexer_head_dim", "key_length"),
+                                                             ("indexer_top_k", "top_k"))}
+        if not all(isinstance(v, int) and v > 0 for v in vals.values()):
+            raise UserError(f"{fname}: a {arch} GGUF needs attention.indexer.head_count / key_length / top_k",
+                            hint=_GGUF_HINT)
+        types = kv("attention.indexer.types")
+        trunk = block_count - nextn
+        if isinstance(types, list) and len(types) >= trunk:
+            pattern = "".join("F" if t else "S" for t in types[:trunk])
+        elif arch == "glm-dsa" and int(kv("context_length", 0) or 0) >= 1 << 20:
+            # glm-dsa.cpp load_arch_hparams: a GLM-5.2 file without the key gets GLM_5_2_DEFAULT_INDEXER_TYPES
+            # (full on layers 0, 1 and every 4th from 2, shared between)
+            pattern = "".join("F" if i < 2 or (i - 2) % 4 == 0 else "S" for i in range(trunk))
+        else:
+            pattern = "F" * trunk
+        return {**vals, "indexer_pattern": pattern, "nextn_layers": nextn}
     if arch not in ("qwen3next", "qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe"):
         return {}
 

@@ -455,6 +455,8 @@ def gguf_tensor_type(name: str, shape: tuple[int, ...], layer: int, ftype: str, 
         return "I32" if "ffn_gate_tid2eid" in name else "F32"
     default = FTYPE_DEFAULT_TYPE[ftype]
     if default in ("F16", "BF16"):
+        if name.endswith("indexer.proj.weight"):
+            return "F32"  # conversion/base.py: MODEL_TENSOR.INDEXER_PROJ in its F32 list ("DSA indexer weights")
         return default  # ggml_is_quantized(default_type) is false: no per-tensor rules
     if imatrix is None:
         imatrix = ftype in IMATRIX_BY_DEFAULT
@@ -571,7 +573,10 @@ MXFP4_NATIVE_QUANTS = ("MXFP4", "Q8_0", "F16", "BF16")
 # checkpoint layout on them, are not, so the catalog offers only GGUF quantizations, which no other engine here runs
 # (the converter's Q8_0 / MXFP4 file keeps the experts in MXFP4; the other ftypes are llama-quantize's requantization
 # of that file, sized by its per-tensor rules). A per-engine refusal, not a plan.
-LLAMA_CPP_ONLY_ARCHS = frozenset({"deepseek4"})
+# DeepSeek-V3.2 / GLM-5.x (DeepSeek sparse attention) the same: the lightning indexer's key cache is sized from
+# llama.cpp's (src/llama-kv-cache-dsa.cpp: a K-only cache of indexer_head_dim per token on each indexer layer, type_k);
+# vLLM's (an FP8 key cache with per-block scales beside the MLA cache, sparse MLA kernels) and SGLang's are not.
+LLAMA_CPP_ONLY_ARCHS = frozenset({"deepseek4", "deepseek32", "glm-dsa"})
 
 
 def _mxfp4_native(key) -> bool:

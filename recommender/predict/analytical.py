@@ -19,11 +19,13 @@ from pydantic import Field
 
 
 from recommender.core.engines import engine_spec
+from recommender.core.errors import UserError
 from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Strict, Variant
 from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
 from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
-    MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, any_true, attention_layers, clear_memos, compressed, decode_flops, is_array,
+    MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, any_true, attention_layers, clear_memos, compressed, decode_flops,
+    indexer_key_elements_per_token, is_array,
     maximum, minimum, per_model, per_record, prefill_flops, prefill_flops_parts, recurrent_state_bytes, round_int,
     round_up, to_int, where)
 from recommender.predict.engines import rules_for
@@ -200,11 +202,27 @@ def _split_kv_elements(spec: ModelSpec) -> tuple[int, int]:
             2 * spec.num_kv_heads * spec.head_dim)
 
 
+class LlamaCppOnly(UserError, ValueError):
+    """A model whose memory is modelled for llama.cpp only, asked for another engine: a per-engine refusal the CLI
+    prints as an error with its hint (a ValueError too, for the callers that catch one)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, hint="ask for --engine llama.cpp with a GGUF quantization (Q4_K_M, Q8_0, ...)")
+
+
 def _dsv4_engine(spec: ModelSpec, engine: str) -> None:
     """DeepSeek-V4's compressed caches are modelled from llama.cpp's own (src/llama-kv-cache-dsv4.cpp): an engine
     that loads GGUF files (its record's file_format) runs them; the others are refused (quant.LLAMA_CPP_ONLY_ARCHS)."""
     if engine_spec(engine).file_format != "gguf":
-        raise ValueError(f"{spec.id}: DeepSeek-V4's compressed caches are modelled for llama.cpp only, not {engine}")
+        raise LlamaCppOnly(f"{spec.id}: DeepSeek-V4's compressed caches are modelled for llama.cpp only, not {engine}")
+
+
+def _dsa_engine(spec: ModelSpec, engine: str) -> None:
+    """DeepSeek sparse attention's indexer key cache is modelled from llama.cpp's (src/llama-kv-cache-dsa.cpp): an
+    engine that loads GGUF files runs it; the others are refused (quant.LLAMA_CPP_ONLY_ARCHS)."""
+    if spec.num_indexer_layers and engine_spec(engine).file_format != "gguf":
+        raise LlamaCppOnly(f"{spec.id}: DeepSeek sparse attention's indexer key cache is modelled for llama.cpp "
+                           f"only, not {engine}")
 
 
 @per_record
@@ -222,13 +240,16 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
         full_layers = attention_layers(spec) - spec.num_swa_layers
         split = round_int((full_el * full_layers + swa_el * spec.num_swa_layers) * C.KV_DTYPE_BYTES[kv_dtype])
         per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
-        return where(spec.full_head_dim, split, round_int(per_layer * attention_layers(spec)))
+        idx = indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype]
+        return where(spec.full_head_dim, split, round_int(per_layer * attention_layers(spec) + idx))
     if spec.full_head_dim:
         full_el, swa_el = _split_kv_elements(spec)
         full_layers = attention_layers(spec) - spec.num_swa_layers
         return int(round((full_el * full_layers + swa_el * spec.num_swa_layers) * C.KV_DTYPE_BYTES[kv_dtype]))
+    _dsa_engine(spec, engine)
     per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
-    return int(round(per_layer * attention_layers(spec)))
+    idx = indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype]  # DSA indexer keys (0 without)
+    return int(round(per_layer * attention_layers(spec) + idx))
 
 
 @per_record
@@ -246,14 +267,18 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
         full_el, swa_el = _split_kv_elements(spec)
         split = round_int((full_el * full_layers * ctx + swa_el * spec.num_swa_layers * swa_tokens)
                           * C.KV_DTYPE_BYTES[kv_dtype] * batch)
-        plain = round_int(per_layer_token * (full_layers * ctx + spec.num_swa_layers * swa_tokens) * batch)
+        plain = round_int((per_layer_token * (full_layers * ctx + spec.num_swa_layers * swa_tokens)
+                           + indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype] * ctx) * batch)
         return where(spec.full_head_dim, split, plain) + recurrent_state_bytes(spec, batch)
     if spec.full_head_dim:  # Gemma-4: per-layer head sizes (KV-shared layers are not in attention_layers)
         full_el, swa_el = _split_kv_elements(spec)
         elements = full_el * full_layers * ctx + swa_el * spec.num_swa_layers * swa_tokens
         return int(round(elements * C.KV_DTYPE_BYTES[kv_dtype] * batch)) + recurrent_state_bytes(spec, batch)
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
-    return int(round(per_layer_token * tokens * batch)) + recurrent_state_bytes(spec, batch)
+    _dsa_engine(spec, engine)
+    # DSA: the indexer key cache has the main cache's cells (llama_kv_cache_dsa: one kv_size for kv_mla and kv_lid)
+    idx = indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype] * ctx
+    return int(round((per_layer_token * tokens + idx) * batch)) + recurrent_state_bytes(spec, batch)
 
 
 def fixed_step_ms(spec: ModelSpec, engine: str, family: str) -> tuple[float, float, str]:

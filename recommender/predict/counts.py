@@ -166,6 +166,15 @@ def attention_layers(spec: ModelSpec) -> int:
     return spec.num_attention_layers
 
 
+def indexer_key_elements_per_token(spec: ModelSpec) -> int:
+    """Elements one token adds to DeepSeek sparse attention's lightning-indexer key cache, all layers together
+    (DeepSeek-V3.2 / GLM-5.x): src/llama-kv-cache-dsa.cpp llama_kv_cache_dsa makes kv_lid, a llama_kv_cache over
+    hparams with n_head_kv 1 and key size indexer_head_size, K only (MLA hparams: has_v = !is_mla in
+    src/llama-kv-cache.cpp), of the main cache's type_k and cell count, on the layers src/llama-model.cpp
+    create_memory's filter_lid keeps (the trunk layers; on glm-dsa those whose indexer is "full"). 0 without one."""
+    return spec.num_indexer_layers * spec.indexer_head_dim
+
+
 # llama.cpp keeps recurrent states in F32 (llama_context: type_r / type_s default GGML_TYPE_F32)
 RECURRENT_STATE_BYTES = 4
 
@@ -288,7 +297,7 @@ def prefill_flops_parts(spec: ModelSpec, prompt_tokens: int, batch: int) -> tupl
     full = attention_layers(spec) - spec.num_swa_layers
     pairs = full * _causal_pairs(prompt_tokens, None) + spec.num_swa_layers * _causal_pairs(prompt_tokens,
                                                                                             spec.sliding_window)
-    attn = 4.0 * _heads_dim(spec) * pairs
+    attn = 4.0 * _heads_dim(spec) * pairs + _dsa_indexer_flops(spec) * _causal_pairs(prompt_tokens, None)
     if compressed(spec):
         attn += _dsv4_attention_flops(spec, prompt_tokens, prefill=True)
     return batch * (2.0 * matmul * prompt_tokens + 2.0 * spec.vocab_size * spec.hidden_size), batch * attn
@@ -307,7 +316,18 @@ def decode_flops(spec: ModelSpec, context_tokens: int, batch: int) -> float:
     full = attention_layers(spec) - spec.num_swa_layers
     keys = full * context_tokens + spec.num_swa_layers * minimum(context_tokens, window_or(spec, context_tokens))
     extra = _dsv4_attention_flops(spec, context_tokens, prefill=False) if compressed(spec) else 0.0
+    extra = extra + _dsa_indexer_flops(spec) * context_tokens
     return batch * (2.0 * matmul + 4.0 * _heads_dim(spec) * keys + extra)
+
+
+def _dsa_indexer_flops(spec: ModelSpec):
+    """FLOPs per (query, key) pair of DeepSeek sparse attention's lightning indexer, all its layers together: each
+    full-indexer layer scores every cached key with index_n_heads dot products of index_head_dim (2 FLOPs each;
+    src/models/deepseek32.cpp / glm-dsa.cpp ggml_lightning_indexer, or indexer_k x indexer_q). llama.cpp then runs
+    the MLA attention over all cached keys with the top-k as a mask (src/llama-graph.cpp, build_attn for
+    llm_graph_input_attn_k_dsa: kq_mask_top_k into build_attn_mha), so the attention term stays the dense one. 0
+    without an indexer."""
+    return 2.0 * spec.indexer_heads * spec.indexer_head_dim * spec.num_indexer_layers
 
 
 def _dsv4_attention_flops(spec: ModelSpec, tokens: int, prefill: bool) -> float:

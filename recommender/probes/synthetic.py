@@ -304,13 +304,15 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
             w.add_expert_weights_scale(2.5)
             if spec.moe_latent_size:
                 w.add_uint32(f"{arch}.moe_latent_size", spec.moe_latent_size)
-        if arch == "deepseek2":
+        if arch in ("deepseek2", "deepseek32", "glm-dsa"):
             if not spec.num_shared_experts:
                 w.add_expert_shared_count(0)  # required by llama.cpp's deepseek2 loader
             w.add_expert_weights_scale(1.0)
             w.add_leading_dense_block_count(spec.first_k_dense_layers)
     if arch == "deepseek4":
         _add_deepseek4_metadata(w, spec, arch)
+    if arch in ("deepseek32", "glm-dsa"):
+        _add_dsa_metadata(w, spec, arch)
     if nemotron:
         # conversion/mamba.py Mamba2Model / granite.py GraniteHybridModel.set_gguf_parameters
         w.add_ssm_conv_kernel(spec.linear_conv_kernel)
@@ -381,6 +383,23 @@ def _add_deepseek4_metadata(w, spec: ModelSpec, arch: str) -> None:
     f32(f"{arch}.hyper_connection.epsilon", 1e-6)
     u32(f"{arch}.hash_layer_count", spec.hash_layers)
     u32(f"{arch}.embedding_length_out", spec.hidden_size * spec.hyper_connections)
+
+
+def _add_dsa_metadata(w, spec: ModelSpec, arch: str) -> None:
+    """The DeepSeek-sparse-attention keys conversion/deepseek.py DeepseekV32Model / conversion/glm.py GlmMoeDsaModel
+    write beside DeepseekV2Model's (written above): attention.indexer.head_count / key_length / top_k, the MTP block
+    count, GLM-5.2's indexer.types (written only where a layer is "shared", as the converter writes it only when the
+    config lists them), and the sigmoid gating src/models/deepseek32.cpp requires (config scoring_func sigmoid)."""
+    u32 = w.add_uint32
+    u32(f"{arch}.attention.indexer.head_count", spec.indexer_heads)
+    u32(f"{arch}.attention.indexer.key_length", spec.indexer_head_dim)
+    u32(f"{arch}.attention.indexer.top_k", spec.indexer_top_k or 2048)
+    if spec.indexer_pattern and "S" in spec.indexer_pattern:
+        w.add_array(f"{arch}.attention.indexer.types", [c == "F" for c in spec.indexer_pattern])
+    if spec.nextn_layers:
+        w.add_nextn_predict_layers(spec.nextn_layers)
+    u32(f"{arch}.expert_gating_func", 2)  # gguf-py ExpertGatingFuncType.SIGMOID
+    w.add_bool(f"{arch}.expert_weights_norm", True)  # config norm_topk_prob
 
 
 # gguf-py constants.py ExpertGatingFuncType.SQRTSOFTPLUS (LLAMA_EXPERT_GATING_FUNC_TYPE_SQRT_SOFTPLUS)

@@ -20,9 +20,9 @@ REPOS = {
                                  "pipeline_tag": "text-generation", "createdAt": "2024-09-16T11:55:40.000Z"},
     "openai/gpt-oss-20b": {"license": "apache-2.0", "pipeline_tag": "text-generation",
                            "createdAt": "2025-08-04T22:33:29.000Z"},
-    # a model type the estimator refuses (DeepSeek-V3.2's sparse-attention indexer is not sized)
-    "deepseek-ai/DeepSeek-V3.2": {"license": "mit", "pipeline_tag": "text-generation",
-                                  "createdAt": "2025-12-01T00:00:00.000Z"},
+    # a model type the estimator refuses (MiniMax-M3's block-sparse attention indexer is not sized)
+    "MiniMaxAI/MiniMax-M3": {"license": "other", "pipeline_tag": "text-generation",
+                             "createdAt": "2026-06-03T00:00:00.000Z"},
 }
 SHA = "0123456789abcdef0123456789abcdef01234567"
 # a release newer than every shipped Kimi (the Hub date is what makes it one)
@@ -133,7 +133,7 @@ def test_a_new_hub_release_is_listed_since_and_outdates_its_sibling(cli, user_ca
 def test_hub_refusals_are_one_line_and_change_nothing(cli, user_catalog, hub):
     before = cli("catalog", "list", "--json").json()
     for ref, fragment in (("hf:nobody/nothing", "no model nobody/nothing"),
-                          ("hf:deepseek-ai/DeepSeek-V3.2", "not supported"),
+                          ("hf:MiniMaxAI/MiniMax-M3", "not supported"),
                           ("hf:not-a-ref", "not a Hub model reference")):
         r = cli("catalog", "add", ref)
         assert r.code == 2 and fragment in r.err and "Traceback" not in r.err, r.err

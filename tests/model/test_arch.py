@@ -95,14 +95,15 @@ def test_every_catalog_config_parses_or_is_refused_with_a_reason():
             continue
         assert s.params_total > 0 and 0 < s.params_active <= s.params_total
     for model in ("meta-llama/Llama-3.2-11B-Vision-Instruct",
-                  "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "deepseek-ai/DeepSeek-V3.2"):
+                  "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "MiniMaxAI/MiniMax-M3"):
         assert model in refused, model
     for model in ("openai/gpt-oss-20b", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "moonshotai/Kimi-K2-Instruct",
                   "baidu/ERNIE-4.5-21B-A3B-Thinking", "mistralai/Voxtral-Mini-3B-2507",
                   "Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.6-35B-A3B",
                   "nvidia/Nemotron-H-56B-Base-8K", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
                   "LiquidAI/LFM2.5-VL-1.6B", "MiniMaxAI/MiniMax-M2.5", "zai-org/GLM-4.7-Flash",
-                  "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"):
+                  "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "deepseek-ai/DeepSeek-V3.2",
+                  "zai-org/GLM-5", "zai-org/GLM-5.1", "zai-org/GLM-5.2"):
         assert model not in refused, model
 
 
@@ -575,3 +576,62 @@ def test_deepseek_v4_kv_cache_matches_the_published_figure():
     assert recurrent_state_bytes(p, 1) < 64 * 2**20
     with pytest.raises(ValueError, match="llama.cpp only"):
         kv_cache_bytes(p, 4096, 1, "vllm", "bf16")
+
+
+def _trunk_counts(s) -> tuple[int, int]:
+    """(total, activated less the input embedding) of the trunk: the MTP block (blk.{num_layers}...) left out, as
+    the publishers' headline figures leave it out; activated counts the routed experts' top-k share."""
+    mtp = [t for t in tensor_inventory(s) if t.layer is not None and t.layer >= s.num_layers]
+    mtp_total = sum(t.n_elements for t in mtp)
+    mtp_active = sum(t.n_elements // s.num_experts * s.num_experts_per_tok if t.expert_count > 1 else t.n_elements
+                     for t in mtp)
+    return s.params_total - mtp_total, s.params_active - mtp_active - s.vocab_size * s.hidden_size
+
+
+def test_dsa_published_counts_and_layout():
+    """DeepSeek sparse attention models against their publishers' figures (search pages corpus).
+    DeepSeek-V3.2: 685B in the checkpoint (the V3 report's 671B trunk + 14B MTP module, which carries its own
+    embedding and head copies), 37B activated; the indexer (~0.85B) is the V3.2 addition on top of V3's 671B.
+    GLM-5 (technical report table, quoted at glennklockwood.com/garden/GLM-5): 744B total, 40B activated, 3 dense +
+    75 MoE layers, 1 MTP layer, 32 indexer heads of 128. GLM-5.2: the same trunk, indexers on 21 of 78 layers
+    (config indexer_types), so 0.53B fewer parameters and 21 / 78 of GLM-5's indexer key cache."""
+    v, g, g2 = spec("deepseek-ai/DeepSeek-V3.2"), spec("zai-org/GLM-5"), spec("zai-org/GLM-5.2")
+    assert v.params_total == pytest.approx(685e9, rel=0.002)
+    total, active = _trunk_counts(v)
+    assert total == pytest.approx(671e9, rel=0.002) and active == pytest.approx(37e9, rel=0.03)
+    assert v.params_total - total == pytest.approx(14e9, rel=0.05)
+    total, active = _trunk_counts(g)
+    assert total == pytest.approx(744e9, rel=0.002) and active == pytest.approx(40e9, rel=0.03)
+    assert (g.first_k_dense_layers, g.num_layers, g.nextn_layers, g.indexer_heads, g.indexer_head_dim) == \
+        (3, 78, 1, 32, 128)
+    assert g.indexer_pattern == "F" * 78 and g2.num_indexer_layers == 21 and g2.indexer_pattern.startswith("FFFSSSF")
+    # a published GLM-5 GGUF's own count (sokann/GLM-5-GGUF-1.594bpw model card, its llama-server log: "repeating
+    # layers = 138.826 GiB (1.586 BPW, 751.961 B parameters)"; search pages corpus): every blk.* tensor, the MTP block
+    # included, so the file holds the block and the block has no embedding / head copies (they would add 1.90B).
+    # Hugging Face's header count for AesSedai/GLM-5.1-GGUF: "754B params".
+    repeating = sum(t.n_elements for t in tensor_inventory(g) if t.layer is not None and t.layer >= 0)
+    assert round(repeating / 1e9, 3) == 751.961 and round(g.params_total / 1e9) == 754
+    sh = shapes(v)
+    # src/models/deepseek32.cpp: the indexer on every layer, the MTP block's own embedding / head copies
+    assert sh["blk.0.indexer.attn_q_b.weight"] == (1536, 64 * 128) and sh["blk.0.indexer.proj.weight"] == (7168, 64)
+    assert sh["blk.0.indexer.attn_k.weight"] == (7168, 128) and sh["blk.60.indexer.k_norm.bias"] == (128,)
+    assert sh["blk.61.nextn.embed_tokens.weight"] == (7168, 129280) and sh["blk.61.indexer.proj.weight"] == (7168, 64)
+    sh2 = shapes(g2)
+    assert "blk.3.indexer.proj.weight" not in sh2 and sh2["blk.6.indexer.attn_k.weight"] == (6144, 128)
+    assert "blk.78.nextn.embed_tokens.weight" not in sh2 and sh2["blk.78.nextn.eh_proj.weight"] == (2 * 6144, 6144)
+
+
+def test_dsa_indexer_key_cache_is_llama_cpps_and_refused_elsewhere():
+    """The indexer key cache (src/llama-kv-cache-dsa.cpp kv_lid: indexer_head_dim per token on each full-indexer
+    layer, type_k) beside the MLA latent (kv_lora_rank + rope): DeepSeek-V3.2 at f16 is 61 x (576 + 128) x 2 B per
+    token; other engines are refused (quant.LLAMA_CPP_ONLY_ARCHS), and only GGUF quantizations are offered."""
+    from recommender.model.quant import QUANTS, quants_for  # noqa: PLC0415
+    from recommender.predict.analytical import kv_bytes_per_token, kv_cache_bytes  # noqa: PLC0415
+
+    v, g2 = spec("deepseek-ai/DeepSeek-V3.2"), spec("zai-org/GLM-5.2")
+    assert kv_bytes_per_token(v, "llama.cpp", "f16") == 61 * (512 + 64 + 128) * 2
+    assert kv_bytes_per_token(g2, "llama.cpp", "f16") == (78 * (512 + 64) + 21 * 128) * 2
+    assert kv_cache_bytes(v, 4096, 1, "llama.cpp", "f16") == 61 * (512 + 64 + 128) * 2 * 4096
+    with pytest.raises(ValueError, match="llama.cpp only"):
+        kv_cache_bytes(v, 4096, 1, "vllm", "bf16")
+    assert all(QUANTS[q].family == "gguf" for q in quants_for(g2))

@@ -549,3 +549,50 @@ def test_deepseek_v4_cut_caches_are_llama_cpps(tmp_path, capfd):
     assert "creating DSV4 CSA compressed KV cache" in log, log[-2000:]
     assert abs(kv - (kv_cache_bytes(spec, n_ctx, 1) - state)) <= 4 * 0.005 * 2**20  # four caches, each rounded
     assert abs(st - state) <= 3 * 0.005 * 2**20
+
+
+DSA_SMALL = dict(kv_lora_rank=128, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64, q_lora_rank=128,
+                 index_n_heads=4, index_head_dim=64, first_k_dense_replace=1)
+
+
+@pytest.mark.parametrize("name,layers,extra,pattern", [
+    ("deepseek-ai__DeepSeek-V3.2", 3, {}, "FFF"),  # deepseek32: an indexer on every layer + the MTP block
+    ("zai-org__GLM-5", 3, {}, "FFF"),  # glm-dsa, GLM-5 / 5.1: every indexer full
+    ("zai-org__GLM-5.2", 6, {"indexer_types": ["full", "full", "shared", "shared", "full", "shared"]}, "FFSSFS"),
+])
+def test_dsa_cut_caches_and_weights_are_llama_cpps(tmp_path, capfd, name, layers, extra, pattern):
+    """A few-layer DeepSeek-V3.2 / GLM-5 cut (MLA + the DSA lightning indexer, one dense layer, MoE after, the MTP
+    block the converter appends): llama.cpp (deepseek32 / glm-dsa) loads the synthetic file and makes the two caches
+    of llama_kv_cache_dsa the estimate sizes -- the MLA latent on every trunk layer and the indexer keys
+    (indexer_head_dim per token, type_k) on the layers with a full indexer -- and its model buffer is the file less the
+    MTP block (TENSOR_SKIP without load_mtp), each to llama.cpp's printed precision (2-decimal MiB). Figures in
+    sources/configs/README.md (DSA buffer check)."""
+    import re  # noqa: PLC0415
+
+    from recommender.predict.analytical import kv_cache_bytes, mtp_bytes  # noqa: PLC0415
+
+    spec = shrunk(name, layers=layers, experts=8, **DSA_SMALL, **extra)
+    assert gguf_arch(spec) in ("deepseek32", "glm-dsa") and spec.indexer_pattern == pattern and spec.nextn_layers == 1
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "dsa.gguf")
+    check_file(path, spec, "Q8_0")
+    from recommender.model.arch import arch_key, spec_from_gguf  # noqa: PLC0415
+
+    back = spec_from_gguf(path)[0]  # the header read back: the same tensors (MLA files state one KV head)
+    assert arch_key(back) == arch_key(spec)._replace(num_kv_heads=1) and back.params_total == spec.params_total
+    n_ctx = 4096
+    # no mmap: a mapped buffer spans the skipped MTP tensors too; flash attention as bench/cpu_arch_buffers.py runs it
+    log = llama_cpp_log(path, n_ctx, capfd, use_mmap=False, flash_attn=True)
+    kv = [float(x) * 2**20 for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)]
+    model = sum(float(x) for x in re.findall(r"CPU(?:_Mapped)? model buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    assert "creating indexer KV cache" in log and len(kv) == 2, log[-2000:]
+    mla, lid = kv
+    assert abs(lid - pattern.count("F") * spec.indexer_head_dim * n_ctx * 2) <= 0.005 * 2**20  # f16 keys
+    assert abs(sum(kv) - kv_cache_bytes(spec, n_ctx, 1)) <= 2 * 0.005 * 2**20
+    resident = weights_bytes(spec, "Q8_0") - mtp_bytes(spec, "Q8_0")[0]
+    assert abs(model - resident) <= 0.005 * 2**20 + 64 * 1024  # printed precision + per-tensor alignment padding
+    # the compute buffer with the DSA terms (llama_cpp.dsa_compute_bytes): 36.5 / 48.5 MiB against llama.cpp's CPU
+    # 37.03 / 49.03 (its CPU graph's own 0.53 MiB beyond the formula); 8.5 MiB without them
+    from recommender.predict.analytical import llama_cpp_compute_buffer  # noqa: PLC0415
+
+    cb = max(float(x) for x in re.findall(r"CPU compute buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    assert 0 <= cb - llama_cpp_compute_buffer(spec, n_ctx, True)[0] <= 1 * 2**20

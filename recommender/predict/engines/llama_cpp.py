@@ -291,16 +291,35 @@ def llama_cpp_compute_buffer(spec: ModelSpec, context_tokens: int, flash_attn: b
     ub = int(LLAMA_CPP_N_UBATCH.value)
     logits = spec.vocab_size * ub * C.F32_BYTES
     resid = spec.hidden_size * ub * C.F32_BYTES
-    if flash_attn:
-        return logits + resid, "(n_vocab + n_embd) x LLAMA_CPP_N_UBATCH x 4 B (logits + residual, flash attention)"
     n_kv = round_up(context_tokens, int(LLAMA_CPP_CTX_PAD.value))
+    dsa = dsa_compute_bytes(spec, n_kv)
+    if flash_attn:
+        return (logits + resid + dsa,
+                "(n_vocab + n_embd) x LLAMA_CPP_N_UBATCH x 4 B (logits + residual, flash attention)")
     kq = n_kv * ub * spec.num_attention_heads * C.F32_BYTES
     if is_array(kq):
-        return maximum(logits, kq) + resid, "max(logits, KQ) + n_embd x n_ubatch x 4 B (no flash attention)"
-    return (max(logits, kq) + resid,
+        return maximum(logits, kq) + resid + dsa, "max(logits, KQ) + n_embd x n_ubatch x 4 B (no flash attention)"
+    return (max(logits, kq) + resid + dsa,
             f"max(logits, KQ = n_kv {n_kv} x n_ubatch x n_head x 4 B) + n_embd x n_ubatch x 4 B (no flash attention)")
 
 
+
+
+def dsa_compute_bytes(spec: ModelSpec, n_kv):
+    """What DeepSeek sparse attention (DeepSeek-V3.2 / GLM-5.x) adds to llama.cpp's compute buffer for one micro-batch,
+    0 without an indexer:
+    - per trunk layer a leaf of n_top_k x n_ubatch F32 zeros (src/llama-graph.cpp, build_attn for
+      llm_graph_input_attn_k_dsa: ``zeros = ggml_new_tensor_4d(F32, 1, n_top_k, n_batch, ...)`` to unmask the top-k),
+      with n_top_k = min(n_kv, index_topk) (src/models/glm-dsa.cpp / deepseek32.cpp); the graph allocator keeps every
+      leaf for the whole graph (ggml/src/ggml-alloc.c ggml_gallocr_alloc_graph_impl: leafs are allocated first, never
+      freed);
+    - 2 x n_kv x n_ubatch x 4 B of context-sized intermediates (the indexer's scores and the top-k KQ mask): the growth
+      llama.cpp's CPU compute buffer showed between n_ctx 2048 and 4096 on the DSA cuts (sources/measurements/
+      cpu-llamacpp-buffers-2026-archs.csv), not read from the graph; not checked on a GPU."""
+    ub = int(LLAMA_CPP_N_UBATCH.value)
+    has = minimum(spec.num_indexer_layers, 1)
+    top_k = minimum(n_kv, spec.indexer_top_k)
+    return has * (spec.num_layers * top_k * ub * C.F32_BYTES + 2 * n_kv * ub * C.F32_BYTES)
 
 
 def dsv4_kv_elements(spec: ModelSpec, context_tokens: int) -> int:
