@@ -601,7 +601,7 @@ class Row:
     (a serve SLO miss in short: the shown record says by how much)."""
 
     __slots__ = ("model", "quant", "engine", "context_tokens", "batch", "kv_dtype", "gpu_layers", "figures",
-                 "total_vram_bytes", "latency_ms", "ttft_ms", "tpot_ms", "goodput_per_s", "_excluded", "score",
+                 "total_vram_bytes", "latency_ms", "ttft_ms", "tpot_ms", "goodput_per_s", "_excluded", "blocked", "score",
                  "score_parts", "rank", "_table", "_i", "_full")
     deferred = False
 
@@ -619,7 +619,8 @@ class Row:
         self.goodput_per_s = v("goodput_per_s", i)
         self.score, self.score_parts, self.rank = None, {}, None
         self._table, self._i, self._full = table, i, None
-        self._excluded = None if table.excluded[i] else []
+        self.blocked = bool(table.excluded[i])  # a hard limit excludes it (score.order.is_excluded)
+        self._excluded = None if self.blocked else []
 
     @property
     def excluded(self) -> list[str]:

@@ -76,6 +76,13 @@ def goodput_target(wl) -> float:
     return wl.target_concurrency / ((ttft + max(wl.output_tokens - 1, 0) * tpot) / 1000.0)
 
 
+def is_excluded(c) -> bool:
+    """Whether a hard limit excludes the candidate: a vectorized row knows it without wording its reasons
+    (recommender.rank.candidates.Row.blocked); a record has its list of reasons."""
+    blocked = getattr(c, "blocked", None)
+    return bool(c.excluded) if blocked is None else blocked
+
+
 def value_scores(cands: list, q, scale: ValueScale, memo: Optional[dict]) -> list[tuple[float, dict[str, float]]]:
     """The value-method (score, parts) of each candidate. Each is the candidate's own (value functions, no scale from
     the other rows), so ``memo`` (id -> (candidate, score, parts), one query's) keeps them across the rounds of a
@@ -187,7 +194,7 @@ def rank(cands: list, q, memo: Optional[dict] = None) -> tuple[list, list, list]
         for i, c in enumerate(cands):
             if getattr(c, "deferred", False):
                 cands[i] = c.full()
-    feasible = [c for c in cands if not c.excluded]
+    feasible = [c for c in cands if not is_excluded(c)]
     if q.workload.rank_by == "goodput":
         feasible = choose_batches(feasible)
     apply_scores(feasible, q, memo)
@@ -205,9 +212,9 @@ def rank(cands: list, q, memo: Optional[dict] = None) -> tuple[list, list, list]
         if scale is None:  # relative methods: the scale comes from every row, feasible ones included
             scored = dict(enumerate(score_rows([costs(c, q.normalization) for c in cands], q.weights,
                                                q.normalization, q.missing)))
-            pool = [(scored[i][0], c.model, i) for i, c in enumerate(cands) if c.excluded]
+            pool = [(scored[i][0], c.model, i) for i, c in enumerate(cands) if is_excluded(c)]
         else:  # value: each row's score is its own (value functions), so the excluded rows are scored alone
-            idx = [i for i, c in enumerate(cands) if c.excluded]
+            idx = [i for i, c in enumerate(cands) if is_excluded(c)]
             deferred = [i for i in idx if getattr(cands[i], "deferred", False)]
             scored = dict(zip(deferred, score_rows([lower_bound_costs(cands[i]) for i in deferred], q.weights,
                                                    "value", q.missing, scale)))

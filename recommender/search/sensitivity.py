@@ -28,8 +28,8 @@ from recommender.core.errors import UserError
 from recommender.core.records import CatalogReader, Strict
 from recommender.rank.candidates import Candidate, enumerate_candidates
 from recommender.rank.query import Query
-from recommender.score.order import (SCORE_DECIMALS, choose_batches, costs as _costs, dedupe as _dedupe, no_fit_notes,
-                                     order_key, value_scale)
+from recommender.score.order import (SCORE_DECIMALS, choose_batches, costs as _costs, dedupe as _dedupe, is_excluded,
+                                     no_fit_notes, order_key, value_scale)
 from recommender.score.weighted import CRITERIA, NORMALIZATIONS, columns_for
 
 DEFAULT_STEP = 0.05  # seed 003 §4.4: "±5 % steps"
@@ -377,10 +377,10 @@ def sensitivity(catalog: CatalogReader, q: Query, step: float = DEFAULT_STEP, sp
     """Enumerate and estimate the query's candidates once, then analyse the feasible ones."""
     check_grid(step, span)
     cands = enumerate_candidates(catalog, q, rows=True)  # numbers only: the analysis needs no record
-    feasible = [c for c in cands if not c.excluded]
+    feasible = [c for c in cands if not is_excluded(c)]
     if q.workload.rank_by == "goodput":  # the batch each configuration serves at, as recommend chooses it
         feasible = choose_batches(feasible)
-    infeasible = [c for c in cands if c.excluded]
+    infeasible = [c for c in cands if is_excluded(c)]
     counts = {"candidates": len(cands), "feasible": len(feasible), "excluded": len(infeasible),
               "models": len({c.model for c in cands})}
     notes = []
