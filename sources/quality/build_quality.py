@@ -1372,6 +1372,11 @@ def e1_features(
         # issue 23, E1-en v2: trained on a larger teacher's output distribution (distilled.csv, each row sourced)
         "is_distilled": 1.0 if meta.distilled(mid) else 0.0,
         "year_x_size": (year - 2024.0) * (0.5 * (math.log10(total) + math.log10(active or total)) - 1.0),
+        # issue 23, a candidate for E1-en that the build does NOT use (bench/e1_lofo.py --nested, its V3_CFG): the same
+        # interaction below 10B only (a hinge at the centre of the size terms): a small model's gain from a newer
+        # generation's data and post-training bounded by its capacity (Qwen3.5-0.8B: a year after Qwen3-0.6B / 1.7B,
+        # below Qwen3-1.7B on its own card). Nested leave-family-out 4.05, not <= 4.0, so not adopted
+        "year_x_sub10b": (year - 2024.0) * min(0.5 * (math.log10(total) + math.log10(active or total)) - 1.0, 0.0),
     }
     names = [
         n
