@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -89,6 +90,9 @@ def run_command(
     log = Path(tempfile.mkstemp(prefix="recommender-run-", suffix=".log")[1])
     info(f"starting #{plan.rank} {plan.model} {plan.quant} on {tool}"
          f"{'' if local else ' (downloading ' + launch.weights[0].repo + ')'}: {' '.join(argv)}")
+    # Ctrl-C stops the server: a process started in the background by a non-interactive shell (`cmd &`, nohup, a CI
+    # script) inherits SIGINT ignored, and Python then leaves it ignored; take the default handler back
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     server = Server(argv, log, env=cmd.env)
     try:
         server.wait_ready(url, timeout)
