@@ -19,7 +19,7 @@ from recommender.core.engines import engine_spec, engines_running
 from recommender.core.errors import UserError
 from recommender.core.fuzzy import resolve
 from recommender.core.records import ModelSpec, QuantSpec
-from recommender.model.arch import arch_key, raw_inventory_of
+from recommender.model.arch import DSA_ARCHS, arch_key, raw_inventory_of
 
 RULES_VERSION = "q2"  # bump when a size rule changes (the catalog digest includes it)
 
@@ -576,7 +576,7 @@ MXFP4_NATIVE_QUANTS = ("MXFP4", "Q8_0", "F16", "BF16")
 # DeepSeek-V3.2 / GLM-5.x (DeepSeek sparse attention) the same: the lightning indexer's key cache is sized from
 # llama.cpp's (src/llama-kv-cache-dsa.cpp: a K-only cache of indexer_head_dim per token on each indexer layer, type_k);
 # vLLM's (an FP8 key cache with per-block scales beside the MLA cache, sparse MLA kernels) and SGLang's are not.
-LLAMA_CPP_ONLY_ARCHS = frozenset({"deepseek4", "deepseek32", "glm-dsa"})
+LLAMA_CPP_ONLY_ARCHS = frozenset({"deepseek4"}) | DSA_ARCHS
 
 
 def _mxfp4_native(key) -> bool:

@@ -210,17 +210,15 @@ class LlamaCppOnly(UserError, ValueError):
         super().__init__(message, hint="ask for --engine llama.cpp with a GGUF quantization (Q4_K_M, Q8_0, ...)")
 
 
-def _dsv4_engine(spec: ModelSpec, engine: str) -> None:
-    """DeepSeek-V4's compressed caches are modelled from llama.cpp's own (src/llama-kv-cache-dsv4.cpp): an engine
-    that loads GGUF files (its record's file_format) runs them; the others are refused (quant.LLAMA_CPP_ONLY_ARCHS)."""
-    if engine_spec(engine).file_format != "gguf":
+def _llama_cpp_only(spec: ModelSpec, engine: str) -> None:
+    """Caches modelled from llama.cpp's own (quant.LLAMA_CPP_ONLY_ARCHS) - DeepSeek-V4's compressed caches
+    (src/llama-kv-cache-dsv4.cpp), DeepSeek sparse attention's indexer key cache (src/llama-kv-cache-dsa.cpp): an
+    engine that loads GGUF files (its record's file_format) runs them; the others are refused."""
+    if engine_spec(engine).file_format == "gguf":
+        return
+    if compressed(spec):
         raise LlamaCppOnly(f"{spec.id}: DeepSeek-V4's compressed caches are modelled for llama.cpp only, not {engine}")
-
-
-def _dsa_engine(spec: ModelSpec, engine: str) -> None:
-    """DeepSeek sparse attention's indexer key cache is modelled from llama.cpp's (src/llama-kv-cache-dsa.cpp): an
-    engine that loads GGUF files runs it; the others are refused (quant.LLAMA_CPP_ONLY_ARCHS)."""
-    if spec.num_indexer_layers and engine_spec(engine).file_format != "gguf":
+    if spec.num_indexer_layers:
         raise LlamaCppOnly(f"{spec.id}: DeepSeek sparse attention's indexer key cache is modelled for llama.cpp "
                            f"only, not {engine}")
 
@@ -230,7 +228,7 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
     if compressed(spec):
         # DeepSeek-V4: the growth of its compressed caches per token (1/4 of a head_dim + indexer row on each CSA
         # layer, 1/128 of a head_dim row on each HCA layer); the sliding-window part does not grow
-        _dsv4_engine(spec, engine)
+        _llama_cpp_only(spec, engine)
         pat = spec.compress_pattern
         head = spec.head_dim * max(spec.num_kv_heads, 1)
         per = pat.count("C") * (head + spec.indexer_head_dim) / 4 + pat.count("H") * head / 128
@@ -246,7 +244,7 @@ def kv_bytes_per_token(spec: ModelSpec, engine: str = "llama.cpp", kv_dtype: str
         full_el, swa_el = _split_kv_elements(spec)
         full_layers = attention_layers(spec) - spec.num_swa_layers
         return int(round((full_el * full_layers + swa_el * spec.num_swa_layers) * C.KV_DTYPE_BYTES[kv_dtype]))
-    _dsa_engine(spec, engine)
+    _llama_cpp_only(spec, engine)
     per_layer = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
     idx = indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype]  # DSA indexer keys (0 without)
     return int(round(per_layer * attention_layers(spec) + idx))
@@ -257,7 +255,7 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
                    kv_dtype: str = "f16") -> int:
     """Cache for `batch` sequences of `context_tokens` each; sliding-window layers keep at most the window."""
     if compressed(spec):
-        _dsv4_engine(spec, engine)
+        _llama_cpp_only(spec, engine)
         return int(round(dsv4_kv_elements(spec, context_tokens) * C.KV_DTYPE_BYTES[kv_dtype] * batch)) \
             + recurrent_state_bytes(spec, batch)
     per_layer_token = kv_elements_per_token_per_layer(spec, engine) * C.KV_DTYPE_BYTES[kv_dtype]
@@ -275,7 +273,7 @@ def kv_cache_bytes(spec: ModelSpec, context_tokens: int, batch: int, engine: str
         elements = full_el * full_layers * ctx + swa_el * spec.num_swa_layers * swa_tokens
         return int(round(elements * C.KV_DTYPE_BYTES[kv_dtype] * batch)) + recurrent_state_bytes(spec, batch)
     tokens = full_layers * ctx + spec.num_swa_layers * swa_tokens
-    _dsa_engine(spec, engine)
+    _llama_cpp_only(spec, engine)
     # DSA: the indexer key cache has the main cache's cells (llama_kv_cache_dsa: one kv_size for kv_mla and kv_lid)
     idx = indexer_key_elements_per_token(spec) * C.KV_DTYPE_BYTES[kv_dtype] * ctx
     return int(round((per_layer_token * tokens + idx) * batch)) + recurrent_state_bytes(spec, batch)

@@ -14,8 +14,8 @@ from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes, variant_bytes
-from recommender.predict.counts import (any_true, attention_layers, block_layers, delta_rule_layers, decode_flops, is_array, minimum,
-                                        moe_layers, per_model, where, window_or)
+from recommender.predict.counts import (any_true, attention_layers, block_layers, delta_rule_layers, decode_flops,
+                                        is_array, minimum, moe_layers, per_model, where, window_or)
 from recommender.predict.engines import rules_for
 
 # v2: TPOT features carry the quantized-KV and batched-column regimes; v3: the MoE layers' routing time (fixed, the

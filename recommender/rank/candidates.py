@@ -601,8 +601,8 @@ class Row:
     (a serve SLO miss in short: the shown record says by how much)."""
 
     __slots__ = ("model", "quant", "engine", "context_tokens", "batch", "kv_dtype", "gpu_layers", "figures",
-                 "total_vram_bytes", "latency_ms", "ttft_ms", "tpot_ms", "goodput_per_s", "_excluded", "blocked", "score",
-                 "score_parts", "rank", "_table", "_i", "_full")
+                 "total_vram_bytes", "latency_ms", "ttft_ms", "tpot_ms", "goodput_per_s", "_excluded", "blocked",
+                 "score", "score_parts", "rank", "_table", "_i", "_full")
     deferred = False
 
     def __init__(self, table: KeyTable, i: int) -> None:

@@ -198,6 +198,7 @@ class _Ranker:
         scale = value_scale(q) if normalization == "value" and q is not None else None
         self.cols = columns_for(costs, CRITERIA, normalization, missing, scale)
         self.n = len(cands)
+        self._arrays: dict[str, object] = {}  # numpy copies of cols, made on first use by raw()
         # order_key after the score: the same for every weight vector, so computed once per candidate
         self.ties = [order_key(0.0, c)[1:] for c in cands]
 
@@ -208,7 +209,9 @@ class _Ranker:
         total = np.zeros(self.n)
         for k in CRITERIA:
             if w.get(k):
-                total = total + w[k] * np.asarray(self.cols[k], dtype=float)
+                if k not in self._arrays:
+                    self._arrays[k] = np.asarray(self.cols[k], dtype=float)
+                total = total + w[k] * self._arrays[k]
         return total.tolist()
 
     def scores(self, w: dict[str, float]) -> list[float]:

@@ -383,8 +383,8 @@ class PredictedEvaluator:
                 continue
             row = table.row(i)
             serve = {"batch": float(c.batch), **{k: table.value(k, i) for k in serve_names}}
-            out.append((c, GridOutcome("infeasible" if table.excluded[i] else "feasible", _costs(row, self.q.normalization),
-                                       serve)))
+            status = "infeasible" if table.excluded[i] else "feasible"
+            out.append((c, GridOutcome(status, _costs(row, self.q.normalization), serve)))
         return out
 
     def __call__(self, c: TuneConfig, **_: Any) -> Outcome:
