@@ -21,6 +21,7 @@ from recommender.predict.vector import Columns, predict_group, serve_arrays
 from recommender.rank.launch import Launch
 from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost, ranked_accuracy
 from recommender.rank.query import LATENCY_FIELD, Query, serve_slos
+from recommender.score.order import QUALITY_COLUMNS, quality_values
 from recommender.score.weighted import HEADROOM_MIN_BYTES, HEADROOM_SHARE
 
 # A reasoning checkpoint writes hidden reasoning before its visible answer (issue 23): the time to the visible answer
@@ -136,6 +137,8 @@ class CandidateBuilder:
         self.predictor = predictor or Predictor.for_catalog(catalog, q.hardware, load_profiles(), self.models,
                                                             machine=q.machine)
         self._quality: dict[tuple[str, str], dict[str, Figure]] = {}
+        self._quant_costs: dict[tuple, Figure] = {}
+        self._ranked: dict[int, tuple[Figure, Figure]] = {}
         self._support: dict[tuple[str, str], Optional[str]] = {}
         self._measured_models: Optional[set[str]] = None
 
@@ -351,14 +354,26 @@ class CandidateBuilder:
         if quality is None:
             spec = self.models[mid]
             acc, measured = self.tasks.accuracy(mid, quant, self.groups)
+            cost_key = (quant, spec.params_active, measured)  # the same figure for models of one size
+            cost = self._quant_costs.get(cost_key)
+            if cost is None:
+                cost = self._quant_costs[cost_key] = quant_cost(self.quant_table, quant, spec.params_active, measured)
             quality = self._quality[(mid, quant)] = {
                 "zh_accuracy": self.quality.zh(mid, quant), "en_accuracy": self.quality.en(mid, quant),
                 "ppl_ratio": self.quality.ppl_ratio(quant, mid), "task_accuracy": acc,
-                "task_accuracy_ranked": ranked_accuracy(acc, self.q.risk),
+                "task_accuracy_ranked": self.ranked_accuracy(acc),
                 "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
                 "en_comparable": self.tasks.group(mid, "en", quant)[0],
-                "quant_cost_points": quant_cost(self.quant_table, quant, spec.params_active, measured)}
+                "quant_cost_points": cost}
         return quality
+
+    def ranked_accuracy(self, acc: Figure) -> Figure:
+        """rank.quality.ranked_accuracy at the query's risk, once per task-accuracy figure (a model's, shared by its
+        quants)."""
+        hit = self._ranked.get(id(acc))
+        if hit is None or hit[0] is not acc:
+            hit = self._ranked[id(acc)] = (acc, ranked_accuracy(acc, self.q.risk))
+        return hit[1]
 
     def quality_floor(self, mid: str) -> Optional[dict[str, Figure]]:
         """Quality figures no variant of the model beats: its task accuracy and group figures, which are the same for
@@ -369,7 +384,7 @@ class CandidateBuilder:
         if mid in self._measured_models:
             return None
         acc = self.tasks.accuracy(mid, None, self.groups)[0]
-        return {"task_accuracy": acc, "task_accuracy_ranked": ranked_accuracy(acc, self.q.risk),
+        return {"task_accuracy": acc, "task_accuracy_ranked": self.ranked_accuracy(acc),
                 "zh_comparable": self.tasks.group(mid, "zh")[0], "en_comparable": self.tasks.group(mid, "en")[0],
                 "quant_cost_points": Figure(0.0, "points", "estimated", "no quantization cost (a lower bound)")}
 
@@ -579,6 +594,72 @@ class KeyTable:
     def value(self, name: str, i: int) -> Optional[float]:
         return self._lists[name][i]
 
+    def columns(self) -> dict:
+        """The columns recommender.score.order.rank_arrays ranks (its module comment), over every key: the figures
+        ranking reads, as each key's Row (or record) holds them. The quality columns and the keys the vector path
+        leaves out are NaN until ``fill`` gives them (best-first fills only what it takes up)."""
+        cols = self.__dict__.get("_columns")
+        if cols is not None:
+            return cols
+        import numpy as np  # noqa: PLC0415
+
+        a, keys, n = self.arrays, self.keys, len(self.keys)
+        nan = np.full(n, np.nan)
+
+        def codes(names: list) -> np.ndarray:  # integer codes in the names' order
+            at = {v: j for j, v in enumerate(sorted(set(names)))}
+            return np.array([at[v] for v in names], dtype=np.int64)
+
+        config = [(k.model, k.quant, k.engine, k.context_tokens, getattr(k, "kv_dtype", None)) for k in keys]
+        at: dict[tuple, int] = {}
+        cols = self._columns = {
+            "latency": a["latency_ms"].copy(), "ttft": a["ttft_ms"].copy(), "tpot": a["tpot_ms"].copy(),
+            "vram": np.trunc(a["total_vram_bytes"]),  # a Row's total_vram_bytes is int()
+            "goodput": a["goodput_per_s"].copy(), "output_throughput": a["output_throughput_tokens_per_s"].copy(),
+            "blocked": self.excluded.copy(), "batch": np.array([k.batch for k in keys], dtype=np.int64),
+            "model": codes([k.model for k in keys]), "quant": codes([k.quant for k in keys]),
+            "engine": codes([k.engine for k in keys]),
+            "config": np.array([at.setdefault(c, len(at)) for c in config], dtype=np.int64),
+            **{c: nan.copy() for c in QUALITY_COLUMNS}}
+        self._filled = np.zeros(n, dtype=bool)
+        at = {}
+        self._variant_code = np.array([at.setdefault((k.model, k.quant), len(at)) for k in keys], dtype=np.int64)
+        self._variant_names = list(at)
+        self._quality = np.full((len(at), len(QUALITY_COLUMNS)), np.nan)  # quality_values of each variant
+        self._quality_done = np.zeros(len(at), dtype=bool)
+        return cols
+
+    def fill(self, idx) -> None:
+        """Give the columns of keys ``idx`` their quality figures (CandidateBuilder.quality_figures, per variant)
+        and, for the keys the vector path leaves out, the figures of their records (built here, one by one)."""
+        import numpy as np  # noqa: PLC0415
+
+        cols = self.columns()
+        idx = np.asarray(idx, dtype=np.int64)
+        todo = idx[~self._filled[idx]]
+        if not len(todo):
+            return
+        b, vcode, qual, done = self.builder, self._variant_code, self._quality, self._quality_done
+        for v in np.unique(vcode[todo]).tolist():
+            if not done[v]:
+                qual[v] = quality_values(b.quality_figures(*self._variant_names[v]))
+                done[v] = True
+        for j, name in enumerate(QUALITY_COLUMNS):
+            cols[name][todo] = qual[vcode[todo], j]
+        for i in todo[~self.vectorized[todo]].tolist():  # built one by one: the record's figures
+            c = self.row(i)
+            for name, x in (("latency", c.latency_ms), ("ttft", c.ttft_ms), ("tpot", c.tpot_ms),
+                            ("vram", c.total_vram_bytes), ("goodput", c.goodput_per_s),
+                            ("output_throughput", _value(c.figures.get("output_throughput_tokens_per_s")))):
+                cols[name][i] = float("nan") if x is None else x
+            cols["blocked"][i] = bool(c.excluded)
+        self._filled[todo] = True
+
+    def record(self, i: int) -> Candidate:
+        """Key i's Candidate (CandidateBuilder.build): the record of a Row, or the one built for it."""
+        r = self.row(i)
+        return r.full() if isinstance(r, Row) else r
+
     def row(self, i: int) -> Union["Row", Candidate]:
         """Key i as a Row (vectorized) or as the Candidate ``build`` makes (not vectorized); one object per key."""
         r = self._rows.get(i)
@@ -592,6 +673,10 @@ class KeyTable:
                 r = Row(self, i)
             self._rows[i] = r
         return r
+
+
+def _value(f: Optional[Figure]) -> Optional[float]:
+    return None if f is None else f.value
 
 
 class Row:

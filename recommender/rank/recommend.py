@@ -17,8 +17,8 @@ from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateK
 from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
 from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE, evidence_rows
-from recommender.score.order import (STRONGEST_EXCLUDED, answer_notes, over_limit_alternative, over_limit_note,
-                                     quality_bounds, rank, value_scale)
+from recommender.score.order import (STRONGEST_EXCLUDED, cost_columns, no_fit_notes, over_limit_alternative,
+                                     over_limit_note, quality_bounds, rank_arrays, unweighed_notes, value_scale)
 
 # The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
 FIRST_ROUND_VARIANTS = 64
@@ -74,19 +74,27 @@ def recommend(catalog: CatalogReader, q: Query, local_weights: Optional[dict[tup
 
 def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, str, str], str]) -> Recommendation:
     """Top-down: the candidates (rank), ranked (score), the shown rows dressed (rank), then the notes."""
+    import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
+
     builder = CandidateBuilder(catalog, q)
     keys = candidate_keys(q, builder)
-    # every configuration's figures as arrays (the vectorized Predictor); records only for the rows shown
+    # every configuration's figures as arrays (the vectorized Predictor), ranked as arrays; records for the rows shown
     table = builder.table(keys)
     if q.normalization == "value":  # every score is the candidate's own: the best first, until none can be shown
-        cands, (ranked, strongest, feasible) = best_first(keys, table, q)
+        idx, result = best_first(keys, table, q)
     else:  # min-max, z-score: every row moves the scale, so every row takes part (as numbers)
-        cands = [table.row(i) for i in range(len(keys))]
-        ranked, strongest, feasible = rank(cands, q)
+        idx = list(range(len(keys)))
+        table.fill(idx)
+        result = rank_arrays(table.columns(), idx, q)
+    ranked, strongest = shown_records(table, result)
+    feasible = result[2]
+    cols = cost_columns(table.columns(), q.normalization)
+    answer = unweighed_notes(q.weights, q.normalization, q.workload.rank_by == "goodput",
+                             lambda key: bool((~np.isnan(cols[key][feasible])).any())) if len(feasible) else []
     if not ranked:  # nothing fits: the notes read every exclusion's reasons (an unknown latency among them)
-        cands = [c.full() if getattr(c, "deferred", False) else c for c in cands]
-    answer = answer_notes(cands, feasible, ranked, q.weights, q.normalization, q.workload.rank_by == "goodput")
-    alt = over_limit_alternative(cands, ranked, q)
+        answer += no_fit_notes([c for c in (table.record(i) for i in idx) if c.excluded])
+    # the partial-offload plans among the rows taken up (score.order.over_limit_alternative reads only those)
+    alt = over_limit_alternative([table.row(i) for i in idx if keys[i].gpu_layers is not None], ranked, q)
     if alt is not None and hasattr(alt, "_table"):  # a row of the vectorized Predictor: shown as its record
         alt = alt.full()
     alt_note = over_limit_note(alt, ranked[0], q) if alt is not None else None
@@ -103,8 +111,8 @@ def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, 
                           # configurations added to it (candidate_keys), among the predicted ones when shown
                           counts={"candidates": sum(k.gpu_layers is None for k in keys),
                                   "offload": sum(k.gpu_layers is not None for k in keys),
-                                  "predicted": len(cands), "feasible": len(feasible),
-                                  "excluded": len(cands) - len(feasible), "models": len({k.model for k in keys})},
+                                  "predicted": len(idx), "feasible": len(feasible),
+                                  "excluded": len(idx) - len(feasible), "models": len({k.model for k in keys})},
                           notes=notes, alternatives=[alt] if alt is not None else [], evidence=evidence,
                           released={c.model: builder.models[c.model].release_date for c in ranked},
                           newer_sibling=top_sibling(builder.models, ranked[0].model) if ranked else None)
@@ -148,9 +156,9 @@ def top_sibling(models: dict, model_id: str) -> Optional[NewerSibling]:
                                                  sibling=sib.id, sibling_released=sib.release_date)
 
 
-def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[list, tuple[list, list, list]]:
-    """(predicted candidates in enumeration order, rank's (ranked, strongest excluded, feasible)) of a value-method
-    query, predicting only the variants (model x quant) that can be shown.
+def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[list[int], tuple]:
+    """(the keys taken up, in enumeration order; score.order.rank_arrays' (ranked, strongest excluded, feasible) of
+    them) of a value-method query, taking up only the variants (model x quant) that can be shown.
 
     A variant's quality alone bounds the score of each of its configurations from below, and a model's quality floor
     (CandidateBuilder.quality_floor: no quantization cost) bounds each of its variants (score.order.quality_bounds).
@@ -162,6 +170,8 @@ def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[lis
     enumeration's (tests/predict/test_prepass.py); only the counts of feasible and excluded configurations cover the
     predicted ones alone. Each configuration keeps its place in the enumeration, so ties are broken as in the full
     list."""
+    import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
+
     builder = table.builder
     by_variant: dict[tuple[str, str], list[int]] = {}
     for i, k in enumerate(keys):
@@ -184,29 +194,39 @@ def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[lis
         queue.append((b, by_variant[by_model[m][0]][0], 0, m))
     heapq.heapify(queue)
     put_variants([v for m, f in floors.items() if f is None for v in by_model[m]])
-    built: dict[int, object] = {}
-    memo: dict[int, tuple] = {}  # value-method scores of the built rows, kept between rounds (score.order.value_scores)
+    built = np.zeros(len(keys), dtype=bool)
+    memo: dict = {}  # value-method scores of the built rows, kept between rounds (score.order.rank_arrays)
     step = FIRST_ROUND_VARIANTS
     while True:
-        n = 0
+        n, taken = 0, []
         while queue and n < step:
             _bound, _first, kind, item = heapq.heappop(queue)
             if kind == 0:
                 put_variants(by_model[item])
                 continue
-            for i in by_variant[item]:
-                built[i] = table.row(i)
+            taken += by_variant[item]
             n += 1
         step *= 2
-        idx = sorted(built)
-        cands = [built[i] for i in idx]
-        answer = rank(cands, q, memo)
-        for i, c in zip(idx, cands):  # rank replaced the deferred records it had to build in full
-            built[i] = c
+        table.fill(taken)  # the figures ranking reads of this round's variants (the vector path has the rest)
+        built[taken] = True
+        idx = np.flatnonzero(built)
+        answer = rank_arrays(table.columns(), idx, q, memo)
         if not queue:
-            return cands, answer
+            return idx.tolist(), answer
         ranked, strongest, _ = answer
-        last = ranked[-1].score if ranked and len(ranked) >= q.top else math.inf
-        kth = strongest[-1].score if len(strongest) >= STRONGEST_EXCLUDED else math.inf
+        last = ranked[-1][1] if ranked and len(ranked) >= q.top else math.inf
+        kth = strongest[-1][1] if len(strongest) >= STRONGEST_EXCLUDED else math.inf
         if queue[0][0] > max(last, kth) + BOUND_MARGIN:
-            return cands, answer
+            return idx.tolist(), answer
+
+
+def shown_records(table: KeyTable, answer: tuple) -> tuple[list[Candidate], list[Candidate]]:
+    """The records of score.order.rank_arrays' ranked and strongest excluded rows, with their rank and scores."""
+    ranked = []
+    for r, (i, score, parts) in enumerate(answer[0], 1):
+        c = table.record(i)
+        c.score, c.score_parts, c.rank = score, parts, r
+        ranked.append(c)
+    strongest = [table.record(i).model_copy(update={"score": score, "score_parts": parts})
+                 for i, score, parts in answer[1]]
+    return ranked, strongest

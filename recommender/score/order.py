@@ -14,7 +14,8 @@ import heapq
 import math
 from typing import Optional
 
-from recommender.score.weighted import COMFORT_TPOT_MS, READING_TPOT_MS, U_DECODE_AT_READING, ValueScale, score_rows
+from recommender.score.weighted import (COMFORT_TPOT_MS, READING_TPOT_MS, U_DECODE_AT_READING, ValueScale, score_arrays,
+                                        score_rows)
 
 STRONGEST_EXCLUDED = 5  # excluded candidates shown with --explain, one per model
 # Scores are rounded to this many decimals before sorting: closer ones tie and are ordered by latency (order_key).
@@ -157,25 +158,20 @@ def lower_bound_costs(c) -> dict[str, Optional[float]]:
     return out
 
 
-class _BestCase:
-    """A configuration at the best case of everything but its quality: no latency, no memory, unbounded goodput."""
-
-    latency_ms = ttft_ms = tpot_ms = 0.0
-    total_vram_bytes = 0
-    goodput_per_s = math.inf
-
-    def __init__(self, figures: dict) -> None:
-        self.figures = figures
-
-
 def quality_bounds(figures: list[dict], q, scale: ValueScale) -> list[float]:
     """The value-method scores of variants' quality figures (recommender.rank.candidates.CandidateBuilder.
     quality_figures) at the best case of everything else - latency, TTFT, TPOT and memory 0, unbounded goodput: for
     each variant a lower bound of the (unrounded) score of each of its configurations. Every value function is >= 0
     and 0 there (lower_bound_costs), and the weighted sum adds the same terms in the same order, so with
     floating-point rounding too the bound is never above a configuration's score."""
-    rows = [costs(_BestCase(f), "value") for f in figures]
-    return [s for s, _ in score_rows(rows, q.weights, "value", q.missing, scale)]
+    import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
+    if not figures:
+        return []
+    qual = np.array([quality_values(f) for f in figures], dtype=float).reshape(len(figures), len(QUALITY_COLUMNS))
+    cols = {name: qual[:, j] for j, name in enumerate(QUALITY_COLUMNS)}
+    zero = np.zeros(len(figures))
+    cols.update(latency=zero, ttft=zero, tpot=zero, vram=zero, goodput=np.full(len(figures), np.inf))
+    return score_arrays(cost_columns(cols, "value"), q.weights, "value", q.missing, scale)[0].tolist()
 
 
 def rank(cands: list, q, memo: Optional[dict] = None) -> tuple[list, list, list]:
@@ -245,12 +241,8 @@ def rank(cands: list, q, memo: Optional[dict] = None) -> tuple[list, list, list]
 def answer_notes(cands: list, feasible: list, ranked: list, weights: dict[str, float], method: str = "minmax",
                  goodput: bool = False) -> list[str]:
     """What the user should know about the answer: weights that had nothing to weigh, and why nothing fits."""
-    notes = []
-    field = {"ppl": "quant_points", "latency": "goodput" if goodput else "latency"} if method == "value" else {}
-    for crit, w in weights.items():
-        key = field.get(crit, crit)
-        if w and feasible and all(v is None for v in (costs(c, method)[key] for c in feasible)):
-            notes.append(f"no candidate has a value for '{crit}': its weight ({w:.2f}) did not affect the ranking")
+    notes = unweighed_notes(weights, method, goodput,
+                            lambda key: any(costs(c, method)[key] is not None for c in feasible)) if feasible else []
     if not ranked:
         notes += no_fit_notes([c for c in cands if c.excluded])
     return notes
@@ -326,3 +318,149 @@ def over_limit_note(alt, top, q) -> str:
             + (f"{1000.0 / tpot:.0f} tok/s" if tpot else "at an unknown rate")
             + f"; accuracy less quantization cost {effective_accuracy(alt):.1f} points against the top pick's "
               f"{effective_accuracy(top):.1f}")
+
+
+# -- the same ranking over columns (recommend: every configuration as numbers, no record per row) -----------------
+# The columns (numpy arrays over all of a query's configurations, NaN: no value; recommender.rank.candidates.KeyTable
+# .columns): the value-method costs of ``costs`` (latency, vram, acc, quant_points, goodput, ttft, tpot, zh_comparable
+# and en_comparable as 100 - A), the brief's (ppl, zh_accuracy and en_accuracy as 100 - A), task_accuracy (a
+# tie-break), output_throughput (serve), batch, blocked (a hard limit excludes the row), and integer codes whose order
+# is the names' order: model, quant, engine, and config (one per model, quant, engine, context and KV dtype).
+
+QUALITY_COLUMNS = ("acc", "quant_points", "zh_comparable", "en_comparable", "ppl", "zh_accuracy", "en_accuracy",
+                   "task_accuracy")
+
+
+def quality_values(f: dict) -> tuple[float, ...]:
+    """The QUALITY_COLUMNS of a candidate's (or a variant's) quality figures, as ``costs`` reads them (accuracies as
+    100 - A; NaN: no figure or no value)."""
+    def value(name: str) -> float:
+        fig = f.get(name)
+        return math.nan if fig is None or fig.value is None else fig.value
+
+    acc = f.get("task_accuracy_ranked") or f.get("task_accuracy")  # --risk's lower quantile
+    return (100.0 - (math.nan if acc is None or acc.value is None else acc.value), value("quant_cost_points"),
+            100.0 - value("zh_comparable"), 100.0 - value("en_comparable"), value("ppl_ratio"),
+            100.0 - value("zh_accuracy"), 100.0 - value("en_accuracy"), value("task_accuracy"))
+
+
+def cost_columns(cols: dict, method: str) -> dict:
+    """``costs`` for columns: criterion -> array (NaN: None)."""
+    out = {"latency": cols["latency"], "vram": cols["vram"], "acc": cols["acc"]}
+    if method == "value":
+        out.update({"quant_points": cols["quant_points"], "goodput": cols["goodput"], "ttft": cols["ttft"],
+                    "tpot": cols["tpot"], "zh": cols["zh_comparable"], "en": cols["en_comparable"]})
+    else:
+        out.update({"ppl": cols["ppl"], "zh": cols["zh_accuracy"], "en": cols["en_accuracy"]})
+    return out
+
+
+def _take(cols: dict, idx) -> dict:
+    return {k: v[idx] for k, v in cols.items()}
+
+
+def _scores(cols: dict, idx, q, memo: Optional[dict]):
+    """(score, criterion -> u) of the rows ``idx``: value-method scores kept in ``memo`` between calls (each row's
+    own), relative methods over exactly these rows."""
+    import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
+    if q.normalization != "value":
+        return score_arrays(cost_columns(_take(cols, idx), q.normalization), q.weights, q.normalization, q.missing)
+    if memo is None:
+        memo = {}
+    if "score" not in memo:
+        n = len(cols["blocked"])
+        memo.update(score=np.full(n, np.nan), parts={}, done=np.zeros(n, dtype=bool))
+    todo = idx[~memo["done"][idx]]
+    if len(todo):
+        s, parts = score_arrays(cost_columns(_take(cols, todo), "value"), q.weights, "value", q.missing,
+                                value_scale(q))
+        memo["score"][todo] = s
+        for c, u in parts.items():
+            memo["parts"].setdefault(c, np.full(len(memo["score"]), np.nan))[todo] = u
+        memo["done"][todo] = True
+    return memo["score"][idx], {c: u[idx] for c, u in memo["parts"].items()}
+
+
+def _rounded(s: float, parts: dict, j: int) -> tuple[float, dict[str, float]]:
+    return round(s, SCORE_DECIMALS), {c: round(float(u[j]), SCORE_DECIMALS) for c, u in parts.items()}
+
+
+def choose_batches_arrays(cols: dict, idx):
+    """choose_batches for the rows ``idx`` (enumeration order): the same rows kept, in the same order."""
+    import numpy as np  # noqa: PLC0415
+    g = np.nan_to_num(cols["goodput"][idx], nan=0.0)
+    thr = np.nan_to_num(cols["output_throughput"][idx], nan=0.0)
+    order = np.lexsort((np.arange(len(idx)), cols["batch"][idx], -thr, -g, cols["config"][idx]))
+    grp = cols["config"][idx][order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = grp[1:] != grp[:-1]
+    keep = np.zeros(len(idx), dtype=bool)
+    keep[order[first]] = True
+    return idx[keep]
+
+
+def order_arrays(cols: dict, idx, rounded):
+    """The positions of ``idx`` sorted by order_key (``rounded``: each row's rounded score), stable."""
+    import numpy as np  # noqa: PLC0415
+    inf = np.inf
+    qp = cols["quant_points"][idx]
+    acc = cols["task_accuracy"][idx]
+    g = np.nan_to_num(cols["goodput"][idx], nan=0.0)
+    lat = cols["latency"][idx]
+    return np.lexsort((cols["engine"][idx], cols["quant"][idx], cols["model"][idx], np.where(np.isnan(lat), inf, lat),
+                       cols["vram"][idx], -g, np.where(np.isnan(acc), inf, -acc), np.where(np.isnan(qp), inf, qp),
+                       rounded))
+
+
+def rank_arrays(cols: dict, idx, q, memo: Optional[dict] = None) -> tuple[list, list, "np.ndarray"]:
+    """rank() for the rows ``idx`` of columns (module comment above; positions in the enumeration, ascending):
+    (ranked, strongest excluded, feasible), the first two as lists of (position, rounded score, rounded parts) in
+    their order, feasible as positions (after choose_batches on a goodput workload). The same answer as rank() of
+    the rows as records. ``memo``: value-method scores kept between calls (a growing ``idx``: best-first)."""
+    import numpy as np  # noqa: PLC0415
+    idx = np.asarray(idx, dtype=np.int64)
+    blocked = cols["blocked"][idx]
+    feasible = idx[~blocked]
+    if q.workload.rank_by == "goodput":
+        feasible = choose_batches_arrays(cols, feasible)
+    ranked: list = []
+    if len(feasible):
+        s, parts = _scores(cols, feasible, q, memo)
+        rounded = np.array([round(v, SCORE_DECIMALS) for v in s.tolist()])
+        seen: dict[int, int] = {}
+        models = cols["model"][feasible]
+        for j in order_arrays(cols, feasible, rounded).tolist():
+            m = int(models[j])
+            n = seen.get(m, 0)
+            if q.per_model <= 0 or n < q.per_model:
+                seen[m] = n + 1
+                ranked.append((int(feasible[j]), *_rounded(float(s[j]), parts, j)))
+                if len(ranked) >= q.top:
+                    break
+    strongest: list = []
+    if len(feasible) < len(idx):
+        excl = idx[blocked]
+        if q.normalization == "value":
+            s, parts = _scores(cols, excl, q, memo)
+        else:  # relative methods: the scale comes from every row, feasible ones included
+            s_all, parts_all = _scores(cols, idx, q, None)
+            s, parts = s_all[blocked], {c: u[blocked] for c, u in parts_all.items()}
+        seen_models: set[int] = set()
+        models = cols["model"][excl]
+        for j in np.lexsort((excl, models, s)).tolist():
+            m = int(models[j])
+            if m in seen_models:
+                continue
+            seen_models.add(m)
+            strongest.append((int(excl[j]), *_rounded(float(s[j]), parts, j)))
+            if len(strongest) >= STRONGEST_EXCLUDED:
+                break
+    return ranked, strongest, feasible
+
+
+def unweighed_notes(weights: dict[str, float], method: str, goodput: bool, known) -> list[str]:
+    """The notes of weights that had nothing to weigh: ``known(cost name)`` says whether any feasible candidate has a
+    value for it (answer_notes)."""
+    field = {"ppl": "quant_points", "latency": "goodput" if goodput else "latency"} if method == "value" else {}
+    return [f"no candidate has a value for '{crit}': its weight ({w:.2f}) did not affect the ranking"
+            for crit, w in weights.items() if w and not known(field.get(crit, crit))]

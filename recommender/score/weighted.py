@@ -251,3 +251,124 @@ class ValueScale:
         if criterion == "ppl":
             return u_points(row.get("quant_points"), Q_SCALE_POINTS)
         return u_points(None if row.get(criterion) is None else row[criterion], ACC_SCALE_POINTS)
+
+
+# -- the same scores for columns of costs (numpy arrays, NaN: no value) -------------------------------------------
+# recommend ranks every configuration of a query (recommender.rank.candidates.KeyTable) without a record per row:
+# element by element these are the numbers of score_rows / ValueScale.u (the same IEEE operations in the same order;
+# the logarithms through math, as the scalar path; the statistics of min-max / z-score summed by Python as there).
+
+
+def _each(fn, x, mask):
+    """fn(v) (through math, as the scalar path: the same bits) for each element v of ``x`` where ``mask``, 0 elsewhere."""
+    import numpy as np  # noqa: PLC0415  (numpy where configurations are scored as arrays)
+    out = np.zeros(len(x))
+    sel = np.flatnonzero(mask)
+    if len(sel):
+        out[sel] = [fn(v) for v in x[sel].tolist()]
+    return out
+
+
+def u_latency_array(t, t_ok_ms: float, limit_ms: float, user_limit: bool, u_at_limit: float = U_LAT_AT_LIMIT):
+    """u_latency of each element of ``t`` (NaN: unknown, u = 1)."""
+    import numpy as np  # noqa: PLC0415
+    nan = np.isnan(t)
+    slow = ~nan & (t > t_ok_ms)
+    mid = slow & (t <= limit_ms)
+    beyond = slow & (t > limit_ms)
+    u = np.where(nan, 1.0, 0.0)
+    if mid.any():
+        logs = _each(lambda v: math.log(v / t_ok_ms), t, mid)
+        u = np.where(mid, u_at_limit * logs / math.log(limit_ms / t_ok_ms), u)
+    if beyond.any():
+        if user_limit:
+            u = np.where(beyond, 1.0, u)
+        else:
+            logs = _each(lambda v: math.log10(v / limit_ms), t, beyond)
+            u = np.where(beyond, u_at_limit + U_BEYOND * np.minimum(1.0, logs), u)
+    return u
+
+
+def u_goodput_array(g, target: float):
+    """u_goodput of each element of ``g`` (NaN: unknown, u = 1)."""
+    import numpy as np  # noqa: PLC0415
+    hi = GOODPUT_FREE_FACTOR * target
+    none = np.isnan(g) | (g <= 0)
+    above = ~none & (g >= target) & (g < hi)
+    short = ~none & (g < target)
+    u = np.where(none, 1.0, 0.0)
+    if above.any():
+        u = np.where(above, U_LAT_AT_LIMIT * _each(lambda v: math.log10(hi / v), g, above), u)
+    if short.any():
+        logs = _each(lambda v: math.log10(target / v), g, short)
+        u = np.where(short, np.minimum(1.0, U_LAT_AT_LIMIT + U_GOODPUT_SHORT * logs), u)
+    return u
+
+
+def u_memory_array(m, budget_bytes: float):
+    """u_memory of each element of ``m`` (NaN: unknown, u = 1)."""
+    import numpy as np  # noqa: PLC0415
+    h = max(HEADROOM_SHARE * budget_bytes, HEADROOM_MIN_BYTES)
+    d = m - (budget_bytes - h)
+    excess = np.where(d > 0.0, d, 0.0) / h
+    return np.where(np.isnan(m), 1.0, U_MEM_AT_LIMIT * excess * excess)
+
+
+def u_points_array(p, scale_points: float):
+    """u_points of each element of ``p`` (NaN: unknown, u = 1)."""
+    import numpy as np  # noqa: PLC0415
+    return np.where(np.isnan(p), 1.0, np.where(p > 0.0, p, 0.0) / scale_points)
+
+
+def value_u_array(scale: ValueScale, criterion: str, cols: dict):
+    """ValueScale.u of every row of ``cols`` (cost name -> array, the keys of score.order.costs; NaN: None)."""
+    import numpy as np  # noqa: PLC0415
+    if criterion == "latency":
+        if scale.goodput_target is not None:
+            return u_goodput_array(cols["goodput"], scale.goodput_target)
+        u = u_latency_array(cols["latency"], scale.t_ok_ms, scale.limit_ms, scale.user_limit)
+        if scale.guard is not None:
+            g = scale.guard
+            other = cols[g[0]]
+            u = np.where(np.isnan(other), u, u + u_latency_array(other, g[1], g[2], False,
+                                                                  *(g[3:] or (U_LAT_AT_LIMIT,))))
+        return u
+    if criterion == "vram":
+        return u_memory_array(cols["vram"], scale.budget_bytes)
+    if criterion == "ppl":
+        return u_points_array(cols["quant_points"], Q_SCALE_POINTS)
+    return u_points_array(cols[criterion], ACC_SCALE_POINTS)
+
+
+def normalize_array(values, method: str = "minmax", missing: str = "worst"):
+    """normalize() of a column (NaN: None): the statistics from the known values summed as normalize sums them."""
+    import numpy as np  # noqa: PLC0415
+    known = ~np.isnan(values)
+    if not known.any():
+        return np.zeros(len(values))
+    a, b = norm_stats(values[known].tolist(), method)
+    if method == "minmax":
+        normed = (values - a) / (b - a) if b > a else np.zeros(len(values))
+    else:
+        normed = (values - a) / b if b > 0 else np.zeros(len(values))
+    fill = missing_fill(normed[known].tolist(), method, missing)
+    return np.where(known, normed, fill)
+
+
+def score_arrays(cols: dict, weights: dict[str, float], method: str = "minmax", missing: str = "worst",
+                 scale: Optional[ValueScale] = None):
+    """score_rows for columns of costs (cost name -> array over the rows, NaN: None): (score array, criterion ->
+    u array), the same numbers as score_rows of the rows (the weighted sum in the same order)."""
+    import numpy as np  # noqa: PLC0415
+    criteria = [c for c in CRITERIA if weights.get(c)]
+    if method == "value":
+        if scale is None:
+            raise ValueError("value normalization needs a ValueScale")
+        parts = {c: value_u_array(scale, c, cols) for c in criteria}
+    else:
+        parts = {c: normalize_array(cols[c], method, missing) for c in criteria}
+    n = len(next(iter(cols.values()))) if cols else 0
+    total = np.zeros(n)
+    for c in criteria:
+        total = total + weights[c] * parts[c]
+    return total, parts
