@@ -83,8 +83,9 @@ def recommend_command(
         local_files = {(m, qq, engine_spec(e).file_format): p for m, qq, p, e in found}  # their recipes run these
     rec = recommend(catalog, q, local_files)
     # the answer is computed: from here on it is only stored and printed
+    dumped = rec.model_dump(mode="json")  # the answer as JSON data, once: stored, and printed with --json
     if rec.candidates:  # kept for `recommender run RANK` (recommender.probes.launcher)
-        store_last_answer(rec)
+        store_last_answer(dumped)
     hint = None if rec.candidates else no_fit_hint(rec.excluded)
     if report_path is not None:
         deferred("recommender.cli.report_html").write_report(
@@ -97,7 +98,7 @@ def recommend_command(
                  [_csv_row(c) for c in rec.candidates])
     elif as_json:
         if checked is None:
-            emit_json(rec)
+            emit_json(dumped)
         else:
             emit_json({**rec.model_dump(mode="json"), "verification": [v.to_json() for v in checked]})
     else:
@@ -116,15 +117,15 @@ def recommend_command(
         raise typer.Exit(1)
 
 
-def store_last_answer(rec) -> None:
-    """Keep the answer (its JSON) in the cache folder for `recommender run RANK` (recommender.probes.launcher); skipped
-    where the cache folder is not this user's alone."""
+def store_last_answer(dumped: dict) -> None:
+    """Keep the answer (``dumped``: the Recommendation's JSON data) in the cache folder for `recommender run RANK`
+    (recommender.probes.launcher); skipped where the cache folder is not this user's alone."""
     d = private_cache_dir(".")
     if d is None:
         return
     tmp = d / f"{LAST_ANSWER_FILE}.{os.getpid()}.tmp"
     try:
-        tmp.write_text(json.dumps(rec.model_dump(mode="json")), encoding="utf-8")
+        tmp.write_text(json.dumps(dumped), encoding="utf-8")
         os.replace(tmp, d / LAST_ANSWER_FILE)
     except OSError:
         tmp.unlink(missing_ok=True)

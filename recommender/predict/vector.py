@@ -60,13 +60,19 @@ class Columns:
     def map_rows(self, fn, *args):
         import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
         memo = self._shared.get((fn, args))
-        if memo is None:  # [values per record (None: not computed yet), their arrays]
-            memo = self._shared[(fn, args)] = [[None] * len(self._records), None]
-        vals, arrays = memo
-        todo = [p for p in np.unique(self._index).tolist() if vals[p] is None]
+        if memo is None:  # [values per record (None: not computed yet), their arrays, records computed]
+            memo = self._shared[(fn, args)] = [[None] * len(self._records), None, set()]
+        vals, arrays, done = memo
+        todo = []
+        if len(done) < len(self._records):  # else every record's value is in already
+            uniq = self.__dict__.get("_unique")  # this Columns' records, found once
+            if uniq is None:
+                uniq = self.__dict__["_unique"] = np.unique(self._index).tolist()
+            todo = [p for p in uniq if p not in done]
         if todo:
             for p in todo:
                 vals[p] = fn(self._records[p], *args)
+                done.add(p)
             sample = next(v for v in vals if v is not None)
             if isinstance(sample, tuple):
                 zero = tuple(0 for _ in sample)

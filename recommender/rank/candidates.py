@@ -138,6 +138,7 @@ class CandidateBuilder:
                                                             machine=q.machine)
         self._quality: dict[tuple[str, str], dict[str, Figure]] = {}
         self._quant_costs: dict[tuple, Figure] = {}
+        self._quality_costs: dict[tuple[str, str], tuple[float, ...]] = {}
         self._ranked: dict[int, tuple[Figure, Figure]] = {}
         self._support: dict[tuple[str, str], Optional[str]] = {}
         self._measured_models: Optional[set[str]] = None
@@ -367,6 +368,13 @@ class CandidateBuilder:
                 "quant_cost_points": cost}
         return quality
 
+    def quality_costs(self, mid: str, quant: str) -> tuple[float, ...]:
+        """score.order.quality_values of the variant's quality figures (the numbers ranking reads), computed once."""
+        v = self._quality_costs.get((mid, quant))
+        if v is None:
+            v = self._quality_costs[(mid, quant)] = quality_values(self.quality_figures(mid, quant))
+        return v
+
     def ranked_accuracy(self, acc: Figure) -> Figure:
         """rank.quality.ranked_accuracy at the query's risk, once per task-accuracy figure (a model's, shared by its
         quants)."""
@@ -514,11 +522,13 @@ class KeyTable:
         lat_p = vram_p.copy()
         groups: dict[tuple, list[int]] = {}
         one_by_one = {m for m, spec in b.models.items() if compressed(spec)}  # DeepSeek-V4: predicted one by one
+        plain = all(type(k) is CandidateKey for k in keys)  # recommend's keys: no KV dtype
         for i, k in enumerate(keys):
             if q.machine is not None or k.model in one_by_one:
                 continue
-            groups.setdefault((k.quant, k.engine, getattr(k, "kv_dtype", None), k.batch,
-                               getattr(k, "gpu_layers", None) is not None), []).append(i)
+            groups.setdefault((k.quant, k.engine, None if plain else getattr(k, "kv_dtype", None), k.batch,
+                               k.gpu_layers is not None if plain else getattr(k, "gpu_layers", None) is not None),
+                              []).append(i)
         field = LATENCY_FIELD[q.latency_metric]
         # every model's fields and per-model terms, read once for all groups (vector.Columns over the catalog)
         shared = b.__dict__.setdefault("_vector_shared", {"spec": {}})
@@ -588,11 +598,11 @@ class KeyTable:
             excluded[idx], vectorized[idx] = ex, True
         self.arrays, self.excluded, self.vectorized = a, excluded, vectorized
         self.vram_provenance, self.latency_provenance = vram_p, lat_p
-        self._lists = {c: [None if v != v else v for v in a[c].tolist()] for c in cols}  # NaN -> None
         self._rows: dict[int, Union["Row", Candidate]] = {}
 
     def value(self, name: str, i: int) -> Optional[float]:
-        return self._lists[name][i]
+        v = self.arrays[name][i].item()
+        return None if v != v else v  # NaN: unknown
 
     def columns(self) -> dict:
         """The columns recommender.score.order.rank_arrays ranks (its module comment), over every key: the figures
@@ -642,7 +652,7 @@ class KeyTable:
         b, vcode, qual, done = self.builder, self._variant_code, self._quality, self._quality_done
         for v in np.unique(vcode[todo]).tolist():
             if not done[v]:
-                qual[v] = quality_values(b.quality_figures(*self._variant_names[v]))
+                qual[v] = b.quality_costs(*self._variant_names[v])
                 done[v] = True
         for j, name in enumerate(QUALITY_COLUMNS):
             cols[name][todo] = qual[vcode[todo], j]

@@ -18,7 +18,8 @@ from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
 from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE, evidence_rows
 from recommender.score.order import (STRONGEST_EXCLUDED, cost_columns, no_fit_notes, over_limit_alternative,
-                                     over_limit_note, quality_bounds, rank_arrays, unweighed_notes, value_scale)
+                                     over_limit_note, quality_bounds, quality_values, rank_arrays, unweighed_notes,
+                                     value_scale)
 
 # The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
 FIRST_ROUND_VARIANTS = 64
@@ -94,7 +95,8 @@ def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, 
     if not ranked:  # nothing fits: the notes read every exclusion's reasons (an unknown latency among them)
         answer += no_fit_notes([c for c in (table.record(i) for i in idx) if c.excluded])
     # the partial-offload plans among the rows taken up (score.order.over_limit_alternative reads only those)
-    alt = over_limit_alternative([table.row(i) for i in idx if keys[i].gpu_layers is not None], ranked, q)
+    alt = over_limit_alternative([table.row(i) for i in idx if keys[i].gpu_layers is not None] if ranked else [],
+                                 ranked, q)
     if alt is not None and hasattr(alt, "_table"):  # a row of the vectorized Predictor: shown as its record
         alt = alt.full()
     alt_note = over_limit_note(alt, ranked[0], q) if alt is not None else None
@@ -106,11 +108,11 @@ def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, 
     for c in (*strongest, *([alt] if alt is not None else [])):
         c.launch = launch_recipe(c, q.hardware, q.machine)
     notes = _notes(builder, q, answer, ranked, evidence) + ([alt_note] if alt_note is not None else [])
+    offload = sum(k.gpu_layers is not None for k in keys)
     return Recommendation(query=q, candidates=ranked, excluded=strongest,
                           # candidates: the grid (tune's, with --no-offload); offload: the partial-offload
                           # configurations added to it (candidate_keys), among the predicted ones when shown
-                          counts={"candidates": sum(k.gpu_layers is None for k in keys),
-                                  "offload": sum(k.gpu_layers is not None for k in keys),
+                          counts={"candidates": len(keys) - offload, "offload": offload,
                                   "predicted": len(idx), "feasible": len(feasible),
                                   "excluded": len(idx) - len(feasible), "models": len({k.model for k in keys})},
                           notes=notes, alternatives=[alt] if alt is not None else [], evidence=evidence,
@@ -184,13 +186,12 @@ def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[lis
     floors = {m: builder.quality_floor(m) for m in by_model}
 
     def put_variants(vs: list[tuple[str, str]]) -> None:
-        figures = [builder.quality_figures(*v) for v in vs]
-        for b, v in zip(quality_bounds(figures, q, scale), vs):
+        for b, v in zip(quality_bounds([builder.quality_costs(*v) for v in vs], q, scale), vs):
             heapq.heappush(queue, (b, by_variant[v][0], 1, v))
 
     scale = value_scale(q)
     with_floor = [m for m, f in floors.items() if f is not None]
-    for b, m in zip(quality_bounds([floors[m] for m in with_floor], q, scale), with_floor):
+    for b, m in zip(quality_bounds([quality_values(floors[m]) for m in with_floor], q, scale), with_floor):
         queue.append((b, by_variant[by_model[m][0]][0], 0, m))
     heapq.heapify(queue)
     put_variants([v for m, f in floors.items() if f is None for v in by_model[m]])

@@ -158,19 +158,19 @@ def lower_bound_costs(c) -> dict[str, Optional[float]]:
     return out
 
 
-def quality_bounds(figures: list[dict], q, scale: ValueScale) -> list[float]:
-    """The value-method scores of variants' quality figures (recommender.rank.candidates.CandidateBuilder.
-    quality_figures) at the best case of everything else - latency, TTFT, TPOT and memory 0, unbounded goodput: for
+def quality_bounds(values: list[tuple[float, ...]], q, scale: ValueScale) -> list[float]:
+    """The value-method scores of variants' quality figures (their ``quality_values``: recommender.rank.candidates.
+    CandidateBuilder.quality_costs) at the best case of everything else - latency, TTFT, TPOT and memory 0, unbounded goodput: for
     each variant a lower bound of the (unrounded) score of each of its configurations. Every value function is >= 0
     and 0 there (lower_bound_costs), and the weighted sum adds the same terms in the same order, so with
     floating-point rounding too the bound is never above a configuration's score."""
     import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
-    if not figures:
+    if not values:
         return []
-    qual = np.array([quality_values(f) for f in figures], dtype=float).reshape(len(figures), len(QUALITY_COLUMNS))
+    qual = np.array(values, dtype=float).reshape(len(values), len(QUALITY_COLUMNS))
     cols = {name: qual[:, j] for j, name in enumerate(QUALITY_COLUMNS)}
-    zero = np.zeros(len(figures))
-    cols.update(latency=zero, ttft=zero, tpot=zero, vram=zero, goodput=np.full(len(figures), np.inf))
+    zero = np.zeros(len(values))
+    cols.update(latency=zero, ttft=zero, tpot=zero, vram=zero, goodput=np.full(len(values), np.inf))
     return score_arrays(cost_columns(cols, "value"), q.weights, "value", q.missing, scale)[0].tolist()
 
 
