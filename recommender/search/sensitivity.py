@@ -26,11 +26,11 @@ from typing import Literal, Optional, Sequence
 
 from recommender.core.errors import UserError
 from recommender.core.records import CatalogReader, Strict
-from recommender.rank.candidates import Candidate, enumerate_candidates
+from recommender.rank.candidates import Candidate, CandidateBuilder, candidate_keys
 from recommender.rank.query import Query
-from recommender.score.order import (SCORE_DECIMALS, choose_batches, costs as _costs, dedupe as _dedupe, is_excluded,
-                                     no_fit_notes, order_key, value_scale)
-from recommender.score.weighted import CRITERIA, NORMALIZATIONS, columns_for
+from recommender.score.order import (QUALITY_COLUMNS, SCORE_DECIMALS, choose_batches_arrays, cost_columns,
+                                     no_fit_notes, order_arrays, quality_values, value_scale)
+from recommender.score.weighted import CRITERIA, NORMALIZATIONS, normalize_array, value_u_array
 
 DEFAULT_STEP = 0.05  # seed 003 §4.4: "±5 % steps"
 DEFAULT_SPAN = 0.20  # farthest perturbation each way: 4 steps of 0.05, from about dropping a default weight to
@@ -189,67 +189,146 @@ def grid(base: float, step: float, span: float) -> list[float]:
     return out
 
 
+class _Rows:
+    """The feasible configurations as score.order.rank_arrays' columns (one element per configuration, NaN: no
+    value) and each one's (model, quant, engine, batch, context_tokens)."""
+
+    def __init__(self, cols: dict, names: list[tuple[str, str, str, int, int]]) -> None:
+        self.cols, self.names = cols, names
+
+    @classmethod
+    def of_records(cls, cands: list) -> "_Rows":
+        """The columns of candidate records (or rows): what score.order.costs and order_key read of each."""
+        import numpy as np  # noqa: PLC0415
+
+        def col(values) -> np.ndarray:
+            return np.array([math.nan if v is None else v for v in values], dtype=float)
+
+        def codes(values: list) -> np.ndarray:
+            at = {v: j for j, v in enumerate(sorted(set(values)))}
+            return np.array([at[v] for v in values], dtype=np.int64)
+
+        qual = np.array([quality_values(c.figures) for c in cands], dtype=float).reshape(len(cands),
+                                                                                       len(QUALITY_COLUMNS))
+        cols = {name: qual[:, j] for j, name in enumerate(QUALITY_COLUMNS)}
+        def fig(c, name: str) -> Optional[float]:  # a record without that figure (a test's): None
+            try:
+                return getattr(c, name)
+            except KeyError:
+                return None
+
+        cols.update(latency=col(c.latency_ms for c in cands), ttft=col(fig(c, "ttft_ms") for c in cands),
+                    tpot=col(fig(c, "tpot_ms") for c in cands), vram=col(float(c.total_vram_bytes) for c in cands),
+                    goodput=col(getattr(c, "goodput_per_s", None) for c in cands),
+                    model=codes([c.model for c in cands]), quant=codes([c.quant for c in cands]),
+                    engine=codes([c.engine for c in cands]))
+        return cls(cols, [(c.model, c.quant, c.engine, c.batch, c.context_tokens) for c in cands])
+
+
+class _Scores:
+    """One weight vector's scores: the raw sums, rounded to SCORE_DECIMALS where read (round is monotone, so the
+    lowest rounded score is the rounded lowest raw one)."""
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+
+    def __getitem__(self, i: int) -> float:
+        return round(float(self.raw[i]), SCORE_DECIMALS)
+
+    def rounded(self, idx=None) -> list[float]:
+        vals = self.raw.tolist() if idx is None else self.raw[idx].tolist()
+        return [round(v, SCORE_DECIMALS) for v in vals]
+
+
 class _Ranker:
     """The feasible candidates' normalized costs under one normalization; re-scores them for any weights."""
 
-    def __init__(self, cands: list[Candidate], normalization: str, missing: str, q: Optional[Query] = None) -> None:
-        costs = [_costs(c, normalization) for c in cands]
-        self.cands = cands
-        scale = value_scale(q) if normalization == "value" and q is not None else None
-        self.cols = columns_for(costs, CRITERIA, normalization, missing, scale)
-        self.n = len(cands)
-        self._arrays: dict[str, object] = {}  # numpy copies of cols, made on first use by raw()
-        # order_key after the score: the same for every weight vector, so computed once per candidate
-        self.ties = [order_key(0.0, c)[1:] for c in cands]
+    def __init__(self, rows: _Rows, normalization: str, missing: str, q: Optional[Query] = None) -> None:
+        import numpy as np  # noqa: PLC0415
 
-    def raw(self, w: dict[str, float]) -> list[float]:
+        self.rows = rows
+        self.n = len(rows.names)
+        costs = cost_columns(rows.cols, normalization)
+        if normalization == "value":
+            scale = value_scale(q) if q is not None else None
+            if scale is None:
+                raise ValueError("value normalization needs a ValueScale")
+            self.cols = {c: value_u_array(scale, c, costs) for c in CRITERIA}
+        else:
+            self.cols = {c: normalize_array(costs[c], normalization, missing) for c in CRITERIA}
+        # order_key after the score: the same for every weight vector, so each candidate's place in it, once
+        order = order_arrays(rows.cols, np.arange(self.n), np.zeros(self.n))
+        self.tie = np.empty(self.n, dtype=np.int64)
+        self.tie[order] = np.arange(self.n)
+        self._groups: dict[str, np.ndarray] = {}
+        for i, name in enumerate(rows.names):
+            self._groups.setdefault(name[0], []).append(i)
+        self._groups = {m: np.array(v) for m, v in self._groups.items()}
+
+    def raw(self, w: dict[str, float]):
         import numpy as np  # noqa: PLC0415
 
         # as score.score_rows sums them: 0 + w1 u1 + w2 u2 ..., element by element in the same order (exact)
         total = np.zeros(self.n)
         for k in CRITERIA:
             if w.get(k):
-                if k not in self._arrays:
-                    self._arrays[k] = np.asarray(self.cols[k], dtype=float)
-                total = total + w[k] * self._arrays[k]
-        return total.tolist()
+                total = total + w[k] * self.cols[k]
+        return total
 
-    def scores(self, w: dict[str, float]) -> list[float]:
-        return [round(s, SCORE_DECIMALS) for s in self.raw(w)]
+    def scores(self, w: dict[str, float]) -> _Scores:
+        return _Scores(self.raw(w))
 
-    def key(self, s: list[float], i: int) -> tuple:
-        return (s[i], *self.ties[i])
+    def top(self, s: _Scores) -> int:
+        """The index min(range(n), key=(rounded score, order_key's tie-breaks)) gives: the lowest rounded score,
+        then the tie-breaks, then the first."""
+        import numpy as np  # noqa: PLC0415
 
-    def top(self, s: list[float]) -> int:
-        """The index min(range(n), key=key) gives: the lowest score, then the tie-breaks, then the first."""
         if not self.n:
             raise ValueError("no candidates to rank")
-        low = min(s)
-        return min((i for i in range(self.n) if s[i] == low), key=lambda i: self.ties[i])
+        low_raw = float(s.raw.min())
+        low = round(low_raw, SCORE_DECIMALS)
+        near = np.flatnonzero(s.raw <= low_raw + 10 ** -SCORE_DECIMALS)  # every row that can round to `low`
+        tying = [i for i, v in zip(near.tolist(), s.rounded(near)) if v == low]
+        return min(tying, key=lambda i: self.tie[i])
 
-    def ranking(self, s: list[float], per_model: int, top: int) -> list[int]:
-        order = sorted(range(self.n), key=lambda i: self.key(s, i))
-        index = {id(self.cands[i]): i for i in order}
-        return [index[id(c)] for c in _dedupe([self.cands[i] for i in order], per_model)[:top]]
+    def ranking(self, s: _Scores, per_model: int, top: int) -> list[int]:
+        import numpy as np  # noqa: PLC0415
 
-    def slots(self, s: list[float], items: list[int]) -> list[tuple[str, int]]:
+        order = np.lexsort((self.tie, np.array(s.rounded())))
+        seen: dict[str, int] = {}
+        out: list[int] = []
+        for i in order.tolist():  # score.order.dedupe, then the first `top`
+            m = self.rows.names[i][0]
+            k = seen.get(m, 0)
+            if per_model <= 0 or k < per_model:
+                out.append(i)
+                seen[m] = k + 1
+                if len(out) >= top:
+                    break
+        return out
+
+    def slots(self, s: _Scores, items: list[int]) -> list[tuple[str, int]]:
         """Each ranked entry as (model, j): the model's j-th best configuration (j = 0 with --per-model 1)."""
-        return [(self.cands[i].model, self._by_model(s, self.cands[i].model).index(i)) for i in items]
+        return [(self.rows.names[i][0], self._by_model(s, self.rows.names[i][0]).index(i)) for i in items]
 
-    def slot_scores(self, s: list[float], slots: list[tuple[str, int]]) -> list[float]:
+    def slot_scores(self, s: _Scores, slots: list[tuple[str, int]]) -> list[float]:
         """The score of whichever configuration holds each slot under these scores."""
-        return [s[self._by_model(s, m)[j]] for m, j in slots]
+        seen: dict[str, list[int]] = {}
+        out = []
+        for m, j in slots:
+            if m not in seen:
+                seen[m] = self._by_model(s, m)
+            out.append(s[seen[m][j]])
+        return out
 
-    def _by_model(self, s: list[float], model: str) -> list[int]:
-        if not hasattr(self, "_groups"):
-            self._groups: dict[str, list[int]] = {}
-            for i, c in enumerate(self.cands):
-                self._groups.setdefault(c.model, []).append(i)
-        return sorted(self._groups[model], key=lambda i: self.key(s, i))
+    def _by_model(self, s: _Scores, model: str) -> list[int]:
+        rows = self._groups[model]
+        keys = s.rounded(rows)
+        return [int(i) for _k, _t, i in sorted(zip(keys, self.tie[rows].tolist(), rows.tolist()))]
 
     def pick(self, i: int, score: float) -> Pick:
-        c = self.cands[i]
-        return Pick(model=c.model, quant=c.quant, engine=c.engine, batch=c.batch, context_tokens=c.context_tokens,
+        model, quant, engine, batch, ctx = self.rows.names[i]
+        return Pick(model=model, quant=quant, engine=engine, batch=batch, context_tokens=ctx,
                     score=round(score, SCORE_DECIMALS))
 
     def stability(self, w: dict[str, float], criterion: str, best: int) -> tuple[float, float, Optional[int],
@@ -258,44 +337,49 @@ class _Ranker:
 
         Along w(t) = perturbed(w, criterion, t), score_c(t) = t * p_c + (1 - t) * r_c with p_c the candidate's
         normalized cost for the criterion and r_c its score under the other weights rescaled to sum 1. So
-        d_c(t) = score_c(t) - score_best(t) = a + b t is linear and `best` loses to c where d_c < 0."""
+        d_c(t) = score_c(t) - score_best(t) = a + b t is linear and `best` loses to c where d_c < 0. The lines are
+        computed as arrays; the crossings are then taken in the candidates' order, as one loop over them would."""
+        import numpy as np  # noqa: PLC0415
+
         base = w[criterion]
         rest = 1.0 - base
         others = [k for k in CRITERIA if k != criterion]
         share = {k: (w[k] / rest if rest > 0 else 1.0 / len(others)) for k in others}
         p = self.cols[criterion]
-        r = [sum(share[k] * self.cols[k][i] for k in others if share[k]) for i in range(self.n)]
+        r = np.zeros(self.n)
+        for k in others:  # sum(share[k] * cols[k][i] for k in others if share[k]), element by element
+            if share[k]:
+                r = r + share[k] * self.cols[k]
+        a = r - r[best]
+        b = (p - r) - (p[best] - r[best])
+        d0 = a + b * base
+        a = np.where(d0 < 0, a - d0, a)  # ahead by less than the score rounding: `best` won the tie-break
+        steep = np.abs(b) > _SLOPE_EPS
+        steep[best] = False
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(steep, -a / np.where(steep, b, 1.0), 0.0)
         lo, hi = 0.0, 1.0
         below: list[tuple[float, int]] = []  # (slope, index) of the candidates crossing at lo
         above: list[tuple[float, int]] = []
-        for c in range(self.n):
-            if c == best:
-                continue
-            a = r[c] - r[best]
-            b = (p[c] - r[c]) - (p[best] - r[best])
-            d0 = a + b * base
-            if d0 < 0:  # ahead by less than the score rounding: `best` won the tie-break; it holds at `base`
-                a -= d0
-            if abs(b) <= _SLOPE_EPS:
-                continue
-            t = -a / b
-            if b > 0 and t > 0:  # c wins below t
-                if t > lo + 1e-12:
-                    lo, below = t, [(b, c)]
-                elif abs(t - lo) <= 1e-12:
-                    below.append((b, c))
-            elif b < 0 and t < 1:  # c wins above t
-                if t < hi - 1e-12:
-                    hi, above = t, [(b, c)]
-                elif abs(t - hi) <= 1e-12:
-                    above.append((b, c))
+        idx = np.flatnonzero(steep & (((b > 0) & (t > 0)) | ((b < 0) & (t < 1))))
+        for c, bc, tc in zip(idx.tolist(), b[idx].tolist(), t[idx].tolist()):
+            if bc > 0:  # c wins below t
+                if tc > lo + 1e-12:
+                    lo, below = tc, [(bc, c)]
+                elif abs(tc - lo) <= 1e-12:
+                    below.append((bc, c))
+            else:  # c wins above t
+                if tc < hi - 1e-12:
+                    hi, above = tc, [(bc, c)]
+                elif abs(tc - hi) <= 1e-12:
+                    above.append((bc, c))
         lo, hi = min(lo, base), max(hi, base)
 
         # just past the bound, the steepest crossing line is lowest; equal slopes go by the ranking's tie-break
         def taker(crossing: list[tuple[float, int]], sign: int) -> Optional[int]:
             if not crossing:
                 return None
-            return min(crossing, key=lambda bc: (-sign * bc[0], order_key(0.0, self.cands[bc[1]])[1:]))[1]
+            return min(crossing, key=lambda bc: (-sign * bc[0], self.tie[bc[1]]))[1]
 
         return lo, hi, taker(below, 1), taker(above, -1)
 
@@ -304,12 +388,18 @@ def analyse(feasible: list[Candidate], q: Query, step: float = DEFAULT_STEP, spa
             normalizations: Sequence[str] = NORMALIZATIONS) -> tuple[list[NormalizationSensitivity],
                                                                       Optional[NormalizationComparison]]:
     """Sensitivity of the ranking of these (feasible) candidates to q.weights, per normalization."""
+    return _analyse(_Rows.of_records(feasible), q, step, span, normalizations)
+
+
+def _analyse(rows: _Rows, q: Query, step: float, span: float, normalizations: Sequence[str]) -> tuple[
+        list[NormalizationSensitivity], Optional[NormalizationComparison]]:
+    """analyse() of the feasible candidates as columns (_Rows)."""
     check_grid(step, span)
     results = []
-    base_scores: dict[str, list[float]] = {}
+    base_scores: dict[str, _Scores] = {}
     rankers: dict[str, _Ranker] = {}
     for norm in normalizations:
-        rk = _Ranker(feasible, norm, q.missing, q)
+        rk = _Ranker(rows, norm, q.missing, q)
         rankers[norm] = rk
         s0 = rk.scores(q.weights)
         base_scores[norm] = s0
@@ -330,7 +420,7 @@ def analyse(feasible: list[Candidate], q: Query, step: float = DEFAULT_STEP, spa
                                     weights={k: round(val, 6) for k, val in wv.items()},
                                     tau=None if tau is None else round(tau, 4), top=rk.pick(t, s[t]),
                                     top_changed=t != top0,
-                                    top_model_changed=feasible[t].model != feasible[top0].model))
+                                    top_model_changed=rows.names[t][0] != rows.names[top0][0]))
             lo, hi, below, above = rk.stability(q.weights, crit, top0)
             criteria.append(CriterionSensitivity(
                 criterion=crit, base_weight=round(q.weights[crit], 6),
@@ -364,7 +454,7 @@ def analyse(feasible: list[Candidate], q: Query, step: float = DEFAULT_STEP, spa
 
 
 def _pick_at(rk: _Ranker, w: dict[str, float], crit: str, value: float, i: int) -> Pick:
-    return rk.pick(i, rk.raw(perturbed(w, crit, value))[i])
+    return rk.pick(i, float(rk.raw(perturbed(w, crit, value))[i]))
 
 
 def check_grid(step: float, span: float) -> None:
@@ -378,23 +468,33 @@ def check_grid(step: float, span: float) -> None:
 def sensitivity(catalog: CatalogReader, q: Query, step: float = DEFAULT_STEP, span: float = DEFAULT_SPAN,
                 normalizations: Sequence[str] = NORMALIZATIONS) -> Sensitivity:
     """Enumerate and estimate the query's candidates once, then analyse the feasible ones."""
+    import numpy as np  # noqa: PLC0415
+
     check_grid(step, span)
-    cands = enumerate_candidates(catalog, q, rows=True)  # numbers only: the analysis needs no record
-    feasible = [c for c in cands if not is_excluded(c)]
+    builder = CandidateBuilder(catalog, q)
+    keys = candidate_keys(q, builder)
+    table = builder.table(keys)  # numbers only (the vectorized Predictor): the analysis needs no record
+    table.fill(range(len(keys)))
+    cols = table.columns()
+    feasible = np.flatnonzero(~cols["blocked"])
     if q.workload.rank_by == "goodput":  # the batch each configuration serves at, as recommend chooses it
-        feasible = choose_batches(feasible)
-    infeasible = [c for c in cands if is_excluded(c)]
-    counts = {"candidates": len(cands), "feasible": len(feasible), "excluded": len(infeasible),
-              "models": len({c.model for c in cands})}
+        feasible = choose_batches_arrays(cols, feasible)
+    infeasible = np.flatnonzero(cols["blocked"]).tolist()
+    counts = {"candidates": len(keys), "feasible": len(feasible), "excluded": len(infeasible),
+              "models": len({k.model for k in keys})}
     notes = []
-    if not feasible:
-        return Sensitivity(query=q, step=step, span=span, counts=counts, results=[], notes=no_fit_notes(infeasible))
+    if not len(feasible):
+        return Sensitivity(query=q, step=step, span=span, counts=counts, results=[],
+                           notes=no_fit_notes([table.row(i) for i in infeasible]))
     method = normalizations[0] if normalizations else "minmax"
     field = {"ppl": "quant_points", "latency": "goodput" if q.workload.rank_by == "goodput" else "latency"} \
         if method == "value" else {}
+    costs = cost_columns(cols, method)
     for crit in CRITERIA:
-        if all(_costs(c, method)[field.get(crit, crit)] is None for c in feasible):
+        if np.isnan(costs[field.get(crit, crit)][feasible]).all():
             notes.append(f"no candidate has a value for '{crit}': changing its weight cannot change the ranking")
-    results, comparison = analyse(feasible, q, step, span, normalizations)
+    rows = _Rows({k: v[feasible] for k, v in cols.items()},
+                 [(k.model, k.quant, k.engine, k.batch, k.context_tokens) for k in (keys[i] for i in feasible)])
+    results, comparison = _analyse(rows, q, step, span, normalizations)
     return Sensitivity(query=q, step=step, span=span, counts=counts, results=results, comparison=comparison,
                        notes=notes)
