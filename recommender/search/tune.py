@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import socket
 import time
@@ -38,8 +39,8 @@ from recommender.predict import constants as C
 from recommender.predict.serving import Slo, goodput_from
 from recommender.rank.candidates import Candidate, CandidateBuilder, skips_base
 from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
-from recommender.score.order import SCORE_DECIMALS, costs as _costs, value_scale
-from recommender.score.weighted import CRITERIA, ValueScale, missing_fill, norm_stats, norm_value
+from recommender.score.order import SCORE_DECIMALS, cost_columns, costs as _costs, value_scale
+from recommender.score.weighted import CRITERIA, ValueScale, missing_fill, norm_stats, norm_value, score_arrays
 
 # llama.cpp partial offload levels tried: share of the repeating layers on the GPU (1.0 = all, the default).
 OFFLOAD_FRACTIONS: tuple[float, ...] = (1.0, 0.75, 0.5, 0.25)
@@ -271,6 +272,16 @@ class Reference(Strict):
             return sum(self.weights[c] * parts[c] for c in parts), parts
         return self._relative_score(costs)
 
+    def scores(self, rows: list[dict[str, Optional[float]]]) -> list[float]:
+        """[score(r)[0] for r in rows]: under value on arrays (score.weighted.score_arrays, the same numbers)."""
+        if self.method != "value" or not rows:
+            return [self.score(r)[0] for r in rows]
+        import numpy as np  # noqa: PLC0415
+
+        names = ("latency", "vram", "quant_points", "goodput", "ttft", "tpot", "acc", "zh", "en")
+        cols = {k: np.array([math.nan if (v := r.get(k)) is None else v for r in rows], dtype=float) for k in names}
+        return score_arrays(cols, self.weights, "value", self.missing, self.value_scale())[0].tolist()
+
     def norm(self, crit: str, v: Optional[float]) -> float:
         if crit not in self.stats:
             return 0.0
@@ -374,17 +385,29 @@ class PredictedEvaluator:
         """Every configuration's status, costs and serving figures, predicted as arrays (CandidateBuilder.table): the
         figures ``__call__`` gives each (tests/predict/test_vector.py)."""
         table = self.builder.table(configs)
-        out = []
+        table.fill(range(len(configs)))  # the quality figures each configuration's costs read
+        cols = table.columns()
+
+        def values(a) -> list:
+            return [None if v != v else v for v in a.tolist()]  # NaN: None, as score.order.costs has it
+
+        # score.order.costs of each configuration's Row, as lists (the same keys, in the same order)
+        method = self.q.normalization
+        names = ("latency", "vram", "acc") + (("ppl", "quant_points", "goodput", "ttft", "tpot", "zh", "en")
+                                              if method == "value" else ("ppl", "zh", "en"))
+        src = cost_columns(cols, method)
+        lists = {k: [None] * len(configs) if k == "ppl" and method == "value" else values(src[k]) for k in names}
         serve_names = ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s",
                        "output_throughput_tokens_per_s")
+        serve_lists = {k: values(table.arrays[k]) for k in serve_names}
+        out = []
         for i, c in enumerate(configs):
             if not table.vectorized[i]:
                 out.append((c, self(c)))
                 continue
-            row = table.row(i)
-            serve = {"batch": float(c.batch), **{k: table.value(k, i) for k in serve_names}}
+            serve = {"batch": float(c.batch), **{k: serve_lists[k][i] for k in serve_names}}
             status = "infeasible" if table.excluded[i] else "feasible"
-            out.append((c, GridOutcome(status, _costs(row, self.q.normalization), serve)))
+            out.append((c, GridOutcome(status, {k: lists[k][i] for k in names}, serve)))
         return out
 
     def __call__(self, c: TuneConfig, **_: Any) -> Outcome:
@@ -634,7 +657,10 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
         g = goodput_rps(o.serve, slo)
         return -(g or 0.0), {"goodput_rps": g or 0.0}
 
-    grid_scores = [(c, score_of(o)[0], o.costs) for c, o in grid if o.status == "feasible"]
+    feasible_grid = [(c, o) for c, o in grid if o.status == "feasible"]
+    scores = ref.scores([o.costs for _, o in feasible_grid]) if slo is None else \
+        [score_of(o)[0] for _, o in feasible_grid]
+    grid_scores = [(c, s, o.costs) for (c, o), s in zip(feasible_grid, scores)]
     opt = min((s for _, s, _ in grid_scores), default=None)
     # ties (the value score is flat inside the limits) in recommend's order: less memory, then lower latency
     optimum = [c for c, s, k in sorted(grid_scores, key=lambda t: (t[1], _tie(t[2].get("vram"), t[2].get("latency"))))
