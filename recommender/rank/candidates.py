@@ -19,7 +19,7 @@ from recommender.predict.serving import Slo
 from recommender.predict.split import check_plan, default_plan
 from recommender.predict.vector import Columns, predict_group, serve_arrays
 from recommender.rank.launch import Launch
-from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost, ranked_accuracy
+from recommender.rank.quality import QualityIndex, TaskAccuracy, quant_cost, quant_cost_value, ranked_accuracy
 from recommender.rank.query import LATENCY_FIELD, Query, serve_slos
 from recommender.score.order import QUALITY_COLUMNS, quality_values
 from recommender.score.weighted import HEADROOM_MIN_BYTES, HEADROOM_SHARE
@@ -372,7 +372,17 @@ class CandidateBuilder:
         """score.order.quality_values of the variant's quality figures (the numbers ranking reads), computed once."""
         v = self._quality_costs.get((mid, quant))
         if v is None:
-            v = self._quality_costs[(mid, quant)] = quality_values(self.quality_figures(mid, quant))
+            f = self._quality.get((mid, quant))
+            if f is None:  # the numbers without the records (the same figures quality_figures holds)
+                acc, measured = self.tasks.accuracy(mid, quant, self.groups)
+                qp = quant_cost_value(self.quant_table, quant, self.models[mid].params_active, measured)
+                f = {"zh_accuracy": self.quality.zh(mid, quant), "en_accuracy": self.quality.en(mid, quant),
+                     "ppl_ratio": self.quality.ppl_ratio(quant, mid), "task_accuracy": acc,
+                     "task_accuracy_ranked": self.ranked_accuracy(acc),
+                     "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
+                     "en_comparable": self.tasks.group(mid, "en", quant)[0],
+                     "quant_cost_points": Figure(qp, "points", "estimated")}
+            v = self._quality_costs[(mid, quant)] = quality_values(f)
         return v
 
     def ranked_accuracy(self, acc: Figure) -> Figure:

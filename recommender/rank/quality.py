@@ -415,10 +415,24 @@ def quant_cost(table: dict[str, dict], quant: str, params_active: int, measured:
     if row is None:
         return Figure(value=None, unit="points", provenance="unknown",
                       basis=f"{quant} is not in the quantization-cost table (sources/quality/quant_quality.csv)")
-    scale = (max(params_active, 1) / Q_REF_PARAMS) ** -row["size_exponent"]
-    v = row["points_8b"] * scale
+    scale = _quant_cost_scale(row, params_active)
     prov = "published" if row["provenance"] == "reference" else "estimated"
-    return Figure(value=round(v, 4), unit="points", provenance=prov,
+    return Figure(value=quant_cost_value(table, quant, params_active, measured), unit="points", provenance=prov,
                   interval=(round(row["points_low"] * scale, 4), round(row["points_high"] * scale, 4)),
                   basis=f"{row['points_8b']:.3f} points at 8B x ({params_active / 1e9:.2f}B / 8B)^-"
                         f"{row['size_exponent']:.3f} ({row['provenance']}): {row['basis'][:160]}")
+
+
+def _quant_cost_scale(row: dict, params_active: int) -> float:
+    return (max(params_active, 1) / Q_REF_PARAMS) ** -row["size_exponent"]
+
+
+def quant_cost_value(table: dict[str, dict], quant: str, params_active: int, measured: bool = False) -> Optional[float]:
+    """quant_cost's value alone (no Figure: the ranking reads the number of every variant, the record only of the rows
+    shown)."""
+    if measured:
+        return 0.0
+    row = table.get(quant)
+    if row is None:
+        return None
+    return round(row["points_8b"] * _quant_cost_scale(row, params_active), 4)
