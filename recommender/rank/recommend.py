@@ -121,8 +121,8 @@ def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, 
 
 
 def _notes(builder: CandidateBuilder, q: Query, answer: list[str], ranked: list, evidence: list[dict]) -> list[str]:
-    """What the user should know about the answer: stale calibrations, ``answer`` (score.order.answer_notes: weights
-    with nothing to weigh, why nothing fits), base checkpoints left out, the top pick's accuracy evidence
+    """What the user should know about the answer: stale calibrations, ``answer`` (score.order.unweighed_notes: weights
+    with nothing to weigh; no_fit_notes: why nothing fits), base checkpoints left out, the top pick's accuracy evidence
     (``evidence``: the top rows' evidence_rows)."""
     notes = []
     if builder.predictor.stale:

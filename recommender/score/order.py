@@ -238,16 +238,6 @@ def rank(cands: list, q, memo: Optional[dict] = None) -> tuple[list, list, list]
     return ranked, strongest, feasible
 
 
-def answer_notes(cands: list, feasible: list, ranked: list, weights: dict[str, float], method: str = "minmax",
-                 goodput: bool = False) -> list[str]:
-    """What the user should know about the answer: weights that had nothing to weigh, and why nothing fits."""
-    notes = unweighed_notes(weights, method, goodput,
-                            lambda key: any(costs(c, method)[key] is not None for c in feasible)) if feasible else []
-    if not ranked:
-        notes += no_fit_notes([c for c in cands if c.excluded])
-    return notes
-
-
 def no_fit_notes(infeasible: list) -> list[str]:
     """The notes for a question nothing fits."""
     notes = ["no candidate satisfies the constraints"]
@@ -460,7 +450,8 @@ def rank_arrays(cols: dict, idx, q, memo: Optional[dict] = None) -> tuple[list, 
 
 def unweighed_notes(weights: dict[str, float], method: str, goodput: bool, known) -> list[str]:
     """The notes of weights that had nothing to weigh: ``known(cost name)`` says whether any feasible candidate has a
-    value for it (answer_notes)."""
+    value for it (``costs``' names; under value ppl is the quantization cost, latency the goodput of a serve
+    workload)."""
     field = {"ppl": "quant_points", "latency": "goodput" if goodput else "latency"} if method == "value" else {}
     return [f"no candidate has a value for '{crit}': its weight ({w:.2f}) did not affect the ranking"
             for crit, w in weights.items() if w and not known(field.get(crit, crit))]
