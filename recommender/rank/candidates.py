@@ -3,6 +3,7 @@ quality figures and the hard limits it breaks."""
 
 from __future__ import annotations
 
+import math
 from typing import Callable, NamedTuple, Optional, Union
 
 from pydantic import Field
@@ -48,6 +49,9 @@ def reasoning_tokens(spec: ModelSpec, output_tokens: int) -> tuple[int, str]:
 
 QUALITY_FIGURES = ("zh_accuracy", "en_accuracy", "ppl_ratio", "task_accuracy", "zh_comparable", "en_comparable",
                    "quant_cost_points", "task_accuracy_ranked")
+
+
+_QP, _PPL = QUALITY_COLUMNS.index("quant_points"), QUALITY_COLUMNS.index("ppl")
 
 
 class Candidate(Prediction):
@@ -139,6 +143,7 @@ class CandidateBuilder:
         self._quality: dict[tuple[str, str], dict[str, Figure]] = {}
         self._quant_costs: dict[tuple, Figure] = {}
         self._quality_costs: dict[tuple[str, str], tuple[float, ...]] = {}
+        self._model_quality: dict[str, dict] = {}  # _quant_free of the models no probe measured
         self._ranked: dict[int, tuple[Figure, Figure]] = {}
         self._support: dict[tuple[str, str], Optional[str]] = {}
         self._measured_models: Optional[set[str]] = None
@@ -373,17 +378,32 @@ class CandidateBuilder:
         v = self._quality_costs.get((mid, quant))
         if v is None:
             f = self._quality.get((mid, quant))
-            if f is None:  # the numbers without the records (the same figures quality_figures holds)
-                acc, measured = self.tasks.accuracy(mid, quant, self.groups)
-                qp = quant_cost_value(self.quant_table, quant, self.models[mid].params_active, measured)
-                f = {"zh_accuracy": self.quality.zh(mid, quant), "en_accuracy": self.quality.en(mid, quant),
-                     "ppl_ratio": self.quality.ppl_ratio(quant, mid), "task_accuracy": acc,
-                     "task_accuracy_ranked": self.ranked_accuracy(acc),
-                     "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
-                     "en_comparable": self.tasks.group(mid, "en", quant)[0],
-                     "quant_cost_points": Figure(qp, "points", "estimated")}
-            v = self._quality_costs[(mid, quant)] = quality_values(f)
+            if f is not None:
+                v = quality_values(f)
+            else:  # the numbers without the records (the same figures quality_figures holds)
+                f = self._model_quality.get(mid) or self._quant_free(mid, quant)
+                qp = quant_cost_value(self.quant_table, quant, self.models[mid].params_active, f["_measured"])
+                ppl = self.quality.ppl_ratio(quant, mid).value
+                v = list(f["_values"])  # quality_values of the quant-free figures; the quant's two put in
+                v[_QP], v[_PPL] = math.nan if qp is None else qp, math.nan if ppl is None else ppl
+                v = tuple(v)
+            self._quality_costs[(mid, quant)] = v
         return v
+
+    def _quant_free(self, mid: str, quant: str) -> dict:
+        """The quality figures of a variant that do not depend on its quant when probe accuracy measured none of the
+        model's (QualityIndex / TaskAccuracy key them by quant only then): kept per model in that case."""
+        if self._measured_models is None:
+            self._measured_models = {m for m, _quant in self.quality._acc}
+        acc, measured = self.tasks.accuracy(mid, quant, self.groups)
+        f = {"zh_accuracy": self.quality.zh(mid, quant), "en_accuracy": self.quality.en(mid, quant),
+             "task_accuracy": acc, "task_accuracy_ranked": self.ranked_accuracy(acc),
+             "zh_comparable": self.tasks.group(mid, "zh", quant)[0],
+             "en_comparable": self.tasks.group(mid, "en", quant)[0], "_measured": measured}
+        f["_values"] = quality_values(f)
+        if mid not in self._measured_models:
+            self._model_quality[mid] = f
+        return f
 
     def ranked_accuracy(self, acc: Figure) -> Figure:
         """rank.quality.ranked_accuracy at the query's risk, once per task-accuracy figure (a model's, shared by its
@@ -626,27 +646,33 @@ class KeyTable:
         a, keys, n = self.arrays, self.keys, len(self.keys)
         nan = np.full(n, np.nan)
 
-        def codes(names: list) -> np.ndarray:  # integer codes in the names' order
-            at = {v: j for j, v in enumerate(sorted(set(names)))}
-            return np.array([at[v] for v in names], dtype=np.int64)
+        def codes(names: list) -> tuple:  # integer codes in the names' order (numpy sorts str as Python does)
+            uniq, code = np.unique(np.array(names, dtype=str), return_inverse=True) if names else ([], np.zeros(0))
+            return code.astype(np.int64).reshape(-1), len(uniq)
 
-        config = [(k.model, k.quant, k.engine, k.context_tokens, getattr(k, "kv_dtype", None)) for k in keys]
-        at: dict[tuple, int] = {}
+        model, n_model = codes([k.model for k in keys])
+        quant, n_quant = codes([k.quant for k in keys])
+        engine, n_engine = codes([k.engine for k in keys])
+        ctx, n_ctx = codes([str(k.context_tokens) for k in keys])  # grouping only: any order
+        plain = all(type(k) is CandidateKey for k in keys)  # recommend's keys: no KV dtype
+        kv, n_kv = (np.zeros(n, dtype=np.int64), 1) if plain else codes([str(getattr(k, "kv_dtype", None))
+                                                                          for k in keys])
+        variant = model * n_quant + quant
+        # variants by first appearance (fill computes each one's quality once)
+        vuniq, vfirst, vcode = np.unique(variant, return_index=True, return_inverse=True)
         cols = self._columns = {
             "latency": a["latency_ms"].copy(), "ttft": a["ttft_ms"].copy(), "tpot": a["tpot_ms"].copy(),
             "vram": np.trunc(a["total_vram_bytes"]),  # a Row's total_vram_bytes is int()
             "goodput": a["goodput_per_s"].copy(), "output_throughput": a["output_throughput_tokens_per_s"].copy(),
             "blocked": self.excluded.copy(), "batch": np.array([k.batch for k in keys], dtype=np.int64),
-            "model": codes([k.model for k in keys]), "quant": codes([k.quant for k in keys]),
-            "engine": codes([k.engine for k in keys]),
-            "config": np.array([at.setdefault(c, len(at)) for c in config], dtype=np.int64),
+            "model": model, "quant": quant, "engine": engine,
+            "config": (((variant * n_engine + engine) * n_ctx + ctx) * n_kv + kv),
             **{c: nan.copy() for c in QUALITY_COLUMNS}}
         self._filled = np.zeros(n, dtype=bool)
-        at = {}
-        self._variant_code = np.array([at.setdefault((k.model, k.quant), len(at)) for k in keys], dtype=np.int64)
-        self._variant_names = list(at)
-        self._quality = np.full((len(at), len(QUALITY_COLUMNS)), np.nan)  # quality_values of each variant
-        self._quality_done = np.zeros(len(at), dtype=bool)
+        self._variant_code = vcode.astype(np.int64).reshape(-1)
+        self._variant_names = [(keys[i].model, keys[i].quant) for i in vfirst.tolist()]
+        self._quality = np.full((len(vuniq), len(QUALITY_COLUMNS)), np.nan)  # quality_values of each variant
+        self._quality_done = np.zeros(len(vuniq), dtype=bool)
         return cols
 
     def fill(self, idx) -> None:
