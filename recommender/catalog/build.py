@@ -103,8 +103,8 @@ def supplemented(config: dict, rows: list[dict], model_id: str) -> tuple[dict, s
             raise ValueError(f"sources/configs/{SUPPLEMENTS_FILE}: {model_id}'s config already states {key!r}")
         target[key] = json.loads(row["value_json"])
         added.append(f"{key}={row['value_json']} ({row['evidence']})")
-    return ({**config, "text_config": target} if wrapped else target), "config keys absent from the stored file, supplemented (sources/configs/supplements.csv): " + \
-        "; ".join(added)
+    note = "config keys absent from the stored file, supplemented (sources/configs/supplements.csv): " + "; ".join(added)
+    return ({**config, "text_config": target} if wrapped else target), note
 
 
 REFUSED_META_KEY = "refused_models"  # meta: JSON [{"model": id, "reason": ...}] of configs left out of the build

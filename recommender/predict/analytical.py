@@ -21,8 +21,8 @@ from pydantic import Field
 from recommender.core.engines import engine_spec
 from recommender.core.errors import UserError
 from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Strict, Variant
-from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.model.arch import gguf_arch, mtp_tensor_skipped
+from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
 from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
     MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, any_true, attention_layers, clear_memos, compressed, decode_flops,
