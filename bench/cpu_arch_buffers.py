@@ -50,6 +50,10 @@ cases = [
  ("MLA + DSA lightning indexer MoE (GLM-5, glm-dsa)", shrunk("zai-org__GLM-5", layers=3, experts=8, **DSA)),
  ("MLA + DSA lightning indexer MoE, shared indexers (GLM-5.2, glm-dsa)",
   shrunk("zai-org__GLM-5.2", layers=6, experts=8, indexer_types=["full", "full", "shared", "shared", "full", "shared"], **DSA)),
+ # the cut of tests/probes/test_synthetic.py test_step35_cut_caches_and_weights_are_llama_cpps
+ ("per-layer-type GQA + head-wise gate MoE, 3 MTP blocks (Step-3.7-Flash, step35)",
+  shrunk("stepfun-ai__Step-3.7-Flash", layers=5, experts=8, share_expert_dim=256, first_k_dense_replace=1, sliding_window=128,
+         attention_other_setting={"attention_type": "sliding_attention", "num_attention_heads": 6, "num_attention_groups": 2, "head_dim": 64})),
 ]
 if os.environ.get("CASES"):  # CASES=deepseek4 runs the cases whose label contains it
     cases = [c for c in cases if os.environ["CASES"] in c[0]]

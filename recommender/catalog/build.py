@@ -43,6 +43,7 @@ CHECKPOINT_SYNONYMS = {"chat": "instruct", "it": "instruct", "sft": "instruct", 
 def source_files(sources: Path) -> list[Path]:
     """The files the build reads (and so the ones whose change makes the shipped catalog stale)."""
     files = [*sorted((sources / "configs").glob("*.json")), sources / "configs" / "sources.csv",
+             sources / "configs" / SUPPLEMENTS_FILE,
              sources / "published_scores.csv", *sorted((sources / "measurements").glob("*.jsonl")),
              *(sources / "quality" / f for f in QUALITY_FILES)]
     return [p for p in files if p.is_file()]
@@ -74,6 +75,38 @@ def catalog_variants(spec: ModelSpec) -> list[Variant]:
     return out
 
 
+SUPPLEMENTS_FILE = "supplements.csv"
+
+
+def load_supplements(sources: Path) -> dict[str, list[dict]]:
+    """sources/configs/supplements.csv: config keys a stored config.json lacks, each with its value (JSON) and the
+    published evidence for it (sources/configs/README.md, "Supplemented keys"). Keyed by model id."""
+    path = sources / "configs" / SUPPLEMENTS_FILE
+    out: dict[str, list[dict]] = {}
+    if path.is_file():
+        with path.open(newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                out.setdefault(row["model"], []).append(row)
+    return out
+
+
+def supplemented(config: dict, rows: list[dict], model_id: str) -> tuple[dict, str]:
+    """``config`` with the supplement rows' keys added (into text_config for a multimodal wrapper) and a note naming
+    them. A supplement only adds a key the file lacks: one the file states is an error (the file's value stands)."""
+    text = config.get("text_config")
+    wrapped = isinstance(text, dict) and "hidden_size" not in config
+    target = dict(text) if wrapped else dict(config)
+    added = []
+    for row in rows:
+        key = row["key"]
+        if key in target:
+            raise ValueError(f"sources/configs/{SUPPLEMENTS_FILE}: {model_id}'s config already states {key!r}")
+        target[key] = json.loads(row["value_json"])
+        added.append(f"{key}={row['value_json']} ({row['evidence']})")
+    note = "config keys absent from the stored file, supplemented (sources/configs/supplements.csv): " + "; ".join(added)
+    return ({**config, "text_config": target} if wrapped else target), note
+
+
 REFUSED_META_KEY = "refused_models"  # meta: JSON [{"model": id, "reason": ...}] of configs left out of the build
 
 
@@ -83,6 +116,7 @@ def load_models(sources: Path, refused: list[dict] | None = None) -> list[ModelS
 
     index = sources / "configs" / "sources.csv"
     kinds = quality_kinds(sources)
+    supplements = load_supplements(sources)
     specs = []
     with index.open(newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
@@ -91,6 +125,9 @@ def load_models(sources: Path, refused: list[dict] | None = None) -> list[ModelS
             source = (f"{row['source_repo']}@{row['source_commit'][:12]}:{row['source_path']}"
                       if row.get("source_repo") else str(cfg_path.relative_to(sources)))
             notes = "; ".join(x for x in (row.get("notes"), row.get("license_basis")) if x) or None
+            if row["model"] in supplements:
+                config, extra = supplemented(config, supplements[row["model"]], row["model"])
+                notes = f"{notes}; {extra}" if notes else extra
             try:
                 spec = spec_from_config(config, model_id=row["model"], source=source,
                                         source_kind=row.get("source_kind", ""),

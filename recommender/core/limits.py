@@ -50,6 +50,7 @@ SPEC_BOUNDS: dict[str, tuple[int, int]] = {
     "qk_nope_head_dim": (0, MAX_HEAD_DIM),
     "v_head_dim": (0, MAX_HEAD_DIM),
     "extra_norms_per_layer": (0, 64),
+    "swa_num_attention_heads": (0, MAX_HEADS),
     "params_total": (0, MAX_INT_VALUE),
     "params_active": (0, MAX_INT_VALUE),
 }

@@ -196,6 +196,12 @@ class ModelSpec(Strict):
     # per token, llama_kv_cache_dsa's kv_lid), S = a "shared" layer reusing the previous full layer's top-k (GLM-5.2
     # indexer_types; no indexer tensors, no key cache). None: no DSA indexer.
     indexer_pattern: Optional[str] = None
+    # Step-3.5 / 3.7 (llama.cpp src/models/step35.cpp): attn_layer_types holds one letter per layer, MTP blocks
+    # included (S = sliding window, F = full attention); the sliding layers' query heads (config
+    # attention_other_setting.num_attention_heads; 0 = num_attention_heads); a head-wise attention gate
+    # (self_attn.g_proj: one sigmoid gate per query head, attn_gate {n_embd, n_head})
+    swa_num_attention_heads: int = 0
+    head_wise_gate: bool = False
     # Catalog facts from sources/configs/sources.csv (None for user-added models that do not state them); the
     # checkpoint kind is the field `checkpoint` below
     modality: Optional[str] = None  # text, vision, audio ... (only the text model is sized)

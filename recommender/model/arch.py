@@ -90,6 +90,12 @@ GGUF_ARCH = {
     # (conversion/deepseek.py DeepseekV32Model, conversion/glm.py GlmMoeDsaModel; src/models/deepseek32.cpp,
     # glm-dsa.cpp; the indexer key cache in src/llama-kv-cache-dsa.cpp)
     "deepseek_v32": "deepseek32", "glm_moe_dsa": "glm-dsa",
+    # Step-3.5 / Step-3.7-Flash: GQA with more query heads on the sliding-window layers (attention_other_setting),
+    # q/k norms, a head-wise attention gate, leading dense layers then MoE with one shared expert and a router bias,
+    # and num_nextn_predict_layers MTP blocks the converter appends unless --no-mtp (conversion/step3.py Step35Model
+    # registers Step3p5ForCausalLM and Step3p7ForConditionalGeneration; src/models/step35.cpp). step3p5 is the text
+    # model type (the Step-3.7 wrapper's text_config); step3p7 is ai-dynamo/aiconfigurator's flat form of it
+    "step3p5": "step35", "step3p7": "step35",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -101,7 +107,7 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
     "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "lfm2": "lfm2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
     "nemotron_h_moe": "nemotron_h", "gemma4": "gemma4_text", "deepseek4": "deepseek_v4",
-    "deepseek32": "deepseek_v32", "glm-dsa": "glm_moe_dsa",
+    "deepseek32": "deepseek_v32", "glm-dsa": "glm_moe_dsa", "step35": "step3p5",
 }
 
 # Model types seen in real configs whose weights or memory this code cannot size correctly, and why. A config of
@@ -112,9 +118,6 @@ UNSUPPORTED_REASONS = {
     "mimo": "MiMo's multi-token-prediction layers are not modelled",
     "mimo_v2_flash": "MiMo-V2's hybrid sliding-window attention with differing head sizes and MTP layers are not "
                      "modelled",
-    "step3p7": "Step-3.5 / 3.7's per-layer-type attention (attention_other_setting: more query heads on the sliding "
-               "layers), head-wise attention gate and MTP layers are not modelled (and the stored Step-3.7-Flash "
-               "config states one head count for every layer)",
     "bailing_moe": "Ling / Bailing MoE layout (grouped routing, fused qkv) is not modelled",
     "minicpmv": "MiniCPM-V's language model layout is not read from this config",
     "glm4v": "GLM-4V's text model (glm4 post-norms, fused gate/up) is not modelled",
@@ -131,7 +134,7 @@ _LLAMA_CPP_ARCH_OF_REFUSED = {
     "nemotron-nas": "deci", "gemma4_text": "gemma4", "deepseek_v32": "deepseek32",
     "mimo_v2_flash": "mimo2", "bailing_moe": "bailingmoe", "chatglm": "chatglm", "minicpm3": "minicpm3",
     "kimi_linear": "kimi-linear", "glm_moe_dsa": "glm-dsa", "deepseek_v4": "deepseek4", "minimax_m3": "minimax-m3",
-    "MiniCPM3ForCausalLM": "minicpm3", "glm4v": "glm4", "step3p7": "step35",
+    "MiniCPM3ForCausalLM": "minicpm3", "glm4v": "glm4",
 }
 
 
@@ -253,7 +256,9 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     if hidden == 0 or n_layers == 0 or n_heads == 0 or vocab == 0:
         raise _bad(f"config for {model_id}: hidden_size, num_hidden_layers, num_attention_heads and vocab_size "
                    "must be positive")
-    n_kv = _as_int(get("num_key_value_heads", "num_kv_heads", "multi_query_group_num", required=False,
+    # num_attention_groups: Step-3.5's name for it (conversion/step3.py Step35Model reads it)
+    n_kv = _as_int(get("num_key_value_heads", "num_kv_heads", "multi_query_group_num", "num_attention_groups",
+                       required=False,
                        default=n_heads), "num_key_value_heads", model_id)
     head_dim = get("head_dim", "attention_head_dim", required=False)
     head_dim = _as_int(head_dim, "head_dim", model_id) if head_dim else hidden // n_heads
@@ -321,6 +326,11 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
             n_shared = _as_int(get("n_shared_experts", required=False, default=0), "n_shared_experts", model_id)
             shared_ff = _as_int(get("moe_shared_expert_intermediate_size", required=False, default=0),
                                 "moe_shared_expert_intermediate_size", model_id) if n_shared else 0
+        elif model_type in _STEP35_TYPES:
+            # one shared expert share_expert_dim wide, leading dense layers (moe_layers_enum / first_k_dense_replace)
+            first_dense = _step35_first_moe_layer(cfg, get, model_id, n_layers)
+            shared_ff = _as_int(get("share_expert_dim", required=False, default=0) or 0, "share_expert_dim", model_id)
+            n_shared = 1 if shared_ff else 0
         elif get("shared_expert_intermediate_size", required=False):
             n_shared = 1  # Qwen2-MoE: one shared expert of shared_expert_intermediate_size
             shared_ff = _as_int(get("shared_expert_intermediate_size"), "shared_expert_intermediate_size", model_id)
@@ -423,9 +433,13 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         linear = _deepseek_v4_fields(cfg, get, model_id, n_layers)
     elif model_type in ("deepseek_v32", "glm_moe_dsa"):
         linear = _dsa_fields(cfg, get, model_id, n_layers, kv_lora)
+    elif model_type in _STEP35_TYPES:
+        linear, n_swa = _step35_fields(cfg, get, model_id, n_layers, n_heads, n_kv, head_dim,
+                                       wrapped=config.get("model_type") == "step3p7" and cfg is not config)
     elif model_type == "exaone4_5_text":
         linear = {"nextn_layers": _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0,
                                           "num_nextn_predict_layers", model_id)}
+    step_qk_norm = bool(linear.pop("qk_norm", False))
     if used_defaults:
         extra = f"library defaults used for keys absent from config.json: {', '.join(used_defaults)}"
         notes = f"{notes}; {extra}" if notes else extra
@@ -435,7 +449,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
         vocab_size=vocab, max_position_embeddings=max_pos, tie_word_embeddings=bool(tie),
         torch_dtype=str(dtype) if dtype else None,
         attention_bias=model_type in _QKV_BIAS_TYPES or bool(bias),
-        qk_norm=model_type in _QK_NORM_TYPES or bool(cfg.get("use_qk_norm")),
+        qk_norm=model_type in _QK_NORM_TYPES or bool(cfg.get("use_qk_norm")) or step_qk_norm,
         extra_norms_per_layer=2 if model_type in _POST_NORM_TYPES else 0,
         sliding_window=window, num_swa_layers=n_swa,
         num_experts=n_experts, num_experts_per_tok=top_k, moe_intermediate_size=moe_ff,
@@ -534,6 +548,79 @@ def _dsa_fields(cfg: dict, get: Any, model_id: str, n_layers: int, kv_lora: int)
     fields["nextn_layers"] = _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0,
                                      "num_nextn_predict_layers", model_id)
     return fields
+
+
+_STEP35_TYPES = frozenset({"step3p5", "step3p7"})
+_STEP_LAYER_TYPES = {"full_attention": "F", "sliding_attention": "S"}
+
+
+def _step35_first_moe_layer(cfg: dict, get: Any, model_id: str, n_layers: int) -> int:
+    """The first MoE layer of a Step-3.5 / 3.7 config: moe_layers_enum (the published configs: "3,4,...,44", the trunk
+    layers with an MoE block; conversion/step3.py writes its first entry as leading_dense_block_count) or
+    first_k_dense_replace (ai-dynamo/aiconfigurator's flat form). Only a contiguous MoE tail is modelled."""
+    enum = cfg.get("moe_layers_enum")
+    if enum is not None:
+        items = enum.split(",") if isinstance(enum, str) else enum
+        try:
+            layers = sorted({int(str(x).strip()) for x in items if str(x).strip()})
+        except ValueError:
+            raise _bad(f"config for {model_id}: moe_layers_enum must list layer numbers") from None
+        layers = [i for i in layers if i < n_layers]
+        if not layers or layers != list(range(layers[0], n_layers)):
+            raise UnsupportedArchitecture(f"config for {model_id}: MoE layers (moe_layers_enum) other than one "
+                                          "contiguous run up to the last trunk layer are not modelled")
+        return layers[0]
+    first = get("first_k_dense_replace", required=False)
+    if first is None:
+        raise UnsupportedArchitecture(f"config for {model_id}: a Step-3.5 / 3.7 MoE config needs moe_layers_enum "
+                                      "(or first_k_dense_replace) to say which layers are MoE")
+    return min(n_layers, _as_int(first, "first_k_dense_replace", model_id))
+
+
+def _step35_fields(cfg: dict, get: Any, model_id: str, n_layers: int, n_heads: int, n_kv: int, head_dim: int,
+                   wrapped: bool) -> tuple[dict[str, Any], int]:
+    """Step-3.5 / 3.7's per-layer attention, as conversion/step3.py Step35Model writes it for llama.cpp: layer_types
+    (one per trunk layer, then possibly the MTP blocks'; the converter pads missing MTP entries with full_attention)
+    gives the sliding layers, which take attention_other_setting's num_attention_heads / num_attention_groups (the
+    base num_attention_heads / num_attention_groups elsewhere: head_count and head_count_kv per layer), one head_dim
+    for all; the MTP blocks (num_nextn_predict_layers, kept unless --no-mtp). The head-wise gate (self_attn.g_proj ->
+    attn_gate {n_embd, n_head(il)}) and the q/k norms: always for transformers' Step3p7 (Step3p7Attention builds
+    q_norm, k_norm and g_proj unconditionally; the step3p7 wrapper and its flat form), else use_head_wise_attn_gate /
+    use_qk_norm. Returns the fields and the number of sliding trunk layers."""
+    types = cfg.get("layer_types")
+    if not isinstance(types, list) or len(types) < n_layers or any(t not in _STEP_LAYER_TYPES for t in types):
+        raise UnsupportedArchitecture(f"config for {model_id}: Step-3.5 / 3.7 needs layer_types (full_attention / "
+                                      f"sliding_attention) for each of its {n_layers} layers")
+    nextn = _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0, "num_nextn_predict_layers",
+                    model_id)
+    padded = (list(types) + ["full_attention"] * (n_layers + nextn))[:n_layers + nextn]
+    pattern = "".join(_STEP_LAYER_TYPES[t] for t in padded)
+    swa_heads = n_heads
+    if "S" in pattern:
+        other = cfg.get("attention_other_setting")
+        if not isinstance(other, dict):
+            # conversion/step3.py would give the sliding layers num_attention_heads; the published Step-3.5 / 3.7
+            # checkpoints state 96 there (64 on the full layers), so a config without the key is not sized
+            raise UnsupportedArchitecture(
+                f"config for {model_id}: Step-3.5 / 3.7 sliding-window layers without attention_other_setting: their "
+                "query-head count is not stated (the published checkpoints' text_config has 96 on the sliding layers, "
+                "64 on the full ones)")
+        swa_heads = _as_int(other.get("num_attention_heads", n_heads), "attention_other_setting.num_attention_heads",
+                            model_id)
+        swa_kv = _as_int(other.get("num_attention_groups", n_kv), "attention_other_setting.num_attention_groups",
+                         model_id)
+        swa_hd = _as_int(other.get("head_dim", head_dim), "attention_other_setting.head_dim", model_id)
+        if other.get("attention_type", "sliding_attention") != "sliding_attention" or swa_kv != n_kv \
+                or swa_hd != head_dim or not swa_heads:
+            raise UnsupportedArchitecture(f"config for {model_id}: attention_other_setting with other KV heads, head "
+                                          "size or layer type than the sliding layers' query heads is not modelled")
+    if cfg.get("use_moe_router_bias") is False:
+        raise UnsupportedArchitecture(f"config for {model_id}: Step MoE without the router bias is not modelled")
+    hf_step3p7 = wrapped or cfg.get("model_type") == "step3p7"
+    fields = {"attn_layer_types": pattern, "swa_num_attention_heads": swa_heads if swa_heads != n_heads else 0,
+              "head_wise_gate": hf_step3p7 or bool(cfg.get("use_head_wise_attn_gate")), "nextn_layers": nextn,
+              "qk_norm": hf_step3p7 or bool(cfg.get("use_qk_norm"))}
+    return fields, pattern[:n_layers].count("S")
 
 
 def _check_interval_layer_types(layer_types: Any, interval: int, n_layers: int, model_id: str) -> None:
@@ -672,6 +759,8 @@ class ArchKey(NamedTuple):
     indexer_head_dim: int = 0
     hash_layers: int = 0
     indexer_pattern: Optional[str] = None
+    swa_num_attention_heads: int = 0
+    head_wise_gate: bool = False
 
 
 def gguf_arch(spec: ModelSpec) -> str:
@@ -723,6 +812,8 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
         return _gemma4_inventory(key)
     if arch == "deepseek4":
         return _deepseek4_inventory(key)
+    if arch == "step35":
+        return _step35_inventory(key)
     fused_qkv = arch in _FUSED_QKV_GGUF
     dsa = arch in DSA_ARCHS
     fused_up = arch in _FUSED_GATE_UP_GGUF
@@ -909,6 +1000,71 @@ def _deepseek4_inventory(key: ArchKey) -> tuple[RawTensor, ...]:
             ("output_hc_fn.weight", (hc_dim, hc), -1, 1), ("output_hc_base.weight", (hc,), -1, 1),
             ("output_hc_scale.weight", (1,), -1, 1)]
     return tuple(out)
+
+
+def _step35_inventory(key: ArchKey) -> tuple[RawTensor, ...]:
+    """Step-3.5 / 3.7 as src/models/step35.cpp load_arch_tensors creates it (conversion/step3.py Step35Model writes
+    it). Per layer il, with n_head(il) the sliding layers' attention_other_setting heads on S layers of
+    attn_layer_types and num_attention_heads on F layers: attn_norm, attn_q_norm / attn_k_norm {head_dim}, attn_q
+    {n_embd, head_dim x n_head(il)}, attn_k / attn_v {n_embd, head_dim x n_head_kv}, attn_output, the head-wise gate
+    attn_gate {n_embd, n_head(il)} (self_attn.g_proj), ffn_norm; a dense MLP on the leading layers, else the router
+    ffn_gate_inp, its bias exp_probs_b {n_expert} (moe.router_bias), the routed experts and the shared expert
+    (share_expert_dim). Layers >= num_layers are the MTP blocks (load_block_mtp): the same attention (their
+    layer_types entry; full_attention where the config lists none), a dense MLP (they are not in moe_layers_enum:
+    a published Step-3.7-Flash MTP layer holds 17 tensors, e.g. the tcclaviger/Step-3.7-Flash-240REAP card's 51 for
+    three), eh_proj {2 n_embd, n_embd}, enorm, hnorm and the layer's own head (transformer.shared_head.norm / .output
+    -> nextn.shared_head_norm, nextn.shared_head_head {n_embd, n_vocab}). Not listed: rope_freqs.weight (the llama3
+    rope-scaling table, {rotary dims / 2} F32, not a parameter)."""
+    H, L, nh, nkv, hd, ff, V, E = (key.hidden_size, key.num_layers, key.num_attention_heads, key.num_kv_heads,
+                                   key.head_dim, key.intermediate_size, key.vocab_size, key.num_experts)
+    ff_exp, ff_sh, types = key.moe_intermediate_size, key.shared_expert_intermediate_size, key.attn_layer_types or ""
+    out: list[RawTensor] = [("token_embd.weight", (H, V), -1, 1)]
+    for i in range(L + key.nextn_layers):
+        b = f"blk.{i}."
+        heads = (key.swa_num_attention_heads or nh) if types[i:i + 1] == "S" else nh
+        t: list[tuple] = [(b + "attn_norm.weight", (H,))]
+        if key.qk_norm:
+            t += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
+        t += [(b + "attn_q.weight", (H, heads * hd)), (b + "attn_k.weight", (H, nkv * hd)),
+              (b + "attn_v.weight", (H, nkv * hd)), (b + "attn_output.weight", (heads * hd, H))]
+        if key.head_wise_gate:
+            t += [(b + "attn_gate.weight", (H, heads))]
+        t += [(b + "ffn_norm.weight", (H,))]
+        if i < L and is_moe_layer(key, i):
+            t += [(b + "ffn_gate_inp.weight", (H, E)), (b + "exp_probs_b.bias", (E,)),
+                  (b + "ffn_gate_exps.weight", (H, ff_exp, E), E), (b + "ffn_down_exps.weight", (ff_exp, H, E), E),
+                  (b + "ffn_up_exps.weight", (H, ff_exp, E), E)]
+            if ff_sh:
+                t += [(b + "ffn_gate_shexp.weight", (H, ff_sh)), (b + "ffn_up_shexp.weight", (H, ff_sh)),
+                      (b + "ffn_down_shexp.weight", (ff_sh, H))]
+        else:
+            t += [(b + "ffn_gate.weight", (H, ff)), (b + "ffn_down.weight", (ff, H)), (b + "ffn_up.weight", (H, ff))]
+        if i >= L:
+            t += [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
+                  (b + "nextn.hnorm.weight", (H,)), (b + "nextn.shared_head_head.weight", (H, V)),
+                  (b + "nextn.shared_head_norm.weight", (H,))]
+        out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
+    out += [("output_norm.weight", (H,), -1, 1)]
+    if not key.tie_word_embeddings:
+        out += [("output.weight", (H, V), -1, 1)]
+    return tuple(out)
+
+
+# src/models/step35.cpp load_block_mtp: of an MTP block only the tensors created with mtp_flags are TENSOR_SKIP
+# without load_mtp (llama_model_default_params leaves it false); the ones created TENSOR_NOT_REQUIRED -- q/k norms, the
+# attention gate, the dense MLP, the layer's own head -- are loaded (measured: the CPU model buffer of a synthetic
+# cut is the file less exactly these, tests/probes/test_synthetic.py test_step35_cut_caches_and_weights_are_llama_cpps)
+_STEP35_MTP_SKIPPED = ("attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+                       "ffn_norm.weight", "nextn.eh_proj.weight", "nextn.enorm.weight", "nextn.hnorm.weight")
+
+
+def mtp_tensor_skipped(gguf_architecture: str, name: str) -> bool:
+    """Whether llama.cpp leaves an MTP-block tensor (blk.{i >= num_layers}.*) unloaded without load_mtp: every one on
+    qwen3next / qwen35 / nemotron-h / deepseek32 / glm-dsa / exaone4 (mtp_flags on the whole block), only the
+    _STEP35_MTP_SKIPPED ones on step35."""
+    if gguf_architecture != "step35":
+        return True
+    return name.split(".", 2)[-1] in _STEP35_MTP_SKIPPED
 
 
 def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
@@ -1229,6 +1385,21 @@ def _hybrid_fields_from_gguf(arch: str, kv: Any, block_count: int, n_experts: in
             raise UserError(f"{fname}: an LFM2 GGUF needs per-layer head_count_kv and shortconv.l_cache",
                             hint=_GGUF_HINT)
         return {"layer_pattern": "".join("*" if h else "C" for h in kv_heads), "linear_conv_kernel": l_cache}
+    if arch == "step35":
+        # conversion/step3.py Step35Model: per-block head_count and sliding_window_pattern (MTP blocks included)
+        heads, swa = kv("attention.head_count"), kv("attention.sliding_window_pattern")
+        if not isinstance(heads, list) or not isinstance(swa, list) or len(heads) != block_count \
+                or len(swa) != block_count:
+            raise UserError(f"{fname}: a step35 GGUF needs per-block attention.head_count and "
+                            "attention.sliding_window_pattern", hint=_GGUF_HINT)
+        types = "".join("S" if x else "F" for x in swa)
+        full = {h for h, t in zip(heads, types) if t == "F"}
+        windowed = {h for h, t in zip(heads, types) if t == "S"}
+        if len(full) > 1 or len(windowed) > 1:
+            raise UserError(f"{fname}: step35 head counts that differ within a layer type are not modelled",
+                            hint=_GGUF_HINT)
+        return {"attn_layer_types": types, "nextn_layers": int(kv("nextn_predict_layers", 0) or 0),
+                "num_attention_heads": min(full or windowed), "swa_num_attention_heads": min(windowed or full)}
     if arch in DSA_ARCHS:
         # conversion/deepseek.py DeepseekV32Model / glm.py GlmMoeDsaModel: attention.indexer.* and nextn_predict_layers
         nextn = int(kv("nextn_predict_layers", 0) or 0)
@@ -1367,6 +1538,13 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
     hybrid = _hybrid_fields_from_gguf(arch, kv, L, E, p.name)
     if hybrid:
         L = L - hybrid.get("nextn_layers", 0)  # block_count counts the MTP blocks the converter appends
+    if arch == "step35":
+        nh = hybrid.pop("num_attention_heads")
+        if hybrid["swa_num_attention_heads"] == nh:
+            hybrid["swa_num_attention_heads"] = 0
+        n_swa = hybrid["attn_layer_types"][:L].count("S") if window else 0
+        hybrid["head_wise_gate"] = "blk.0.attn_gate.weight" in shapes
+        head_dim = key_len or H // nh
         if arch.startswith("nemotron_h") and E:
             ff = ff if "-" in hybrid["layer_pattern"] else 0
     blk0 = {n[len("blk.0."):] for n in shapes if n.startswith("blk.0.")}

@@ -21,6 +21,7 @@ from pydantic import Field
 from recommender.core.engines import engine_spec
 from recommender.core.errors import UserError
 from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Strict, Variant
+from recommender.model.arch import gguf_arch, mtp_tensor_skipped
 from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
 from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
@@ -123,6 +124,7 @@ def variant_byte_sums(spec: ModelSpec, quant: str) -> VariantBytes:
     hit = _BYTES_CACHE.get(key)
     if hit is None:
         trunk = tuple(f"blk.{i}." for i in range(spec.num_layers, spec.num_layers + (spec.nextn_layers or 0)))
+        arch = gguf_arch(spec)
         total = embd = experts = outside = ple = mtp = mtp_experts = 0
         for name, _type, nbytes in weights_breakdown(spec, quant):
             total += nbytes
@@ -135,7 +137,7 @@ def variant_byte_sums(spec: ModelSpec, quant: str) -> VariantBytes:
                     ple += nbytes
             elif not name.startswith("blk."):
                 outside += nbytes
-            elif trunk and name.startswith(trunk):
+            elif trunk and name.startswith(trunk) and mtp_tensor_skipped(arch, name):
                 mtp += nbytes
                 mtp_experts += nbytes if is_expert else 0
         hit = _BYTES_CACHE[key] = VariantBytes(total, embd, experts, outside, ple, mtp, mtp_experts)
@@ -179,7 +181,9 @@ def mtp_bytes(spec: ModelSpec, quant: str) -> tuple[int, int]:
     Qwen3.5 / Nemotron-3-Super): part of the file, but llama.cpp does not load them unless asked for MTP drafting
     (src/models/qwen35.cpp, qwen3next.cpp, nemotron-h.cpp: mtp_flags = TENSOR_SKIP without load_mtp, which
     llama_model_default_params leaves false), so they take no memory and are not read per token. Returns (total,
-    routed-expert) bytes of those blocks."""
+    routed-expert) bytes of those blocks. Step-3.5 / 3.7 (src/models/step35.cpp) skips only part of each block
+    (recommender.model.arch.mtp_tensor_skipped): its MTP blocks' q/k norms, attention gate, dense MLP and own output
+    head are loaded, so they count as resident weights."""
     if not spec.nextn_layers:
         return 0, 0
     sums = variant_byte_sums(spec, quant)

@@ -253,7 +253,15 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_feed_forward_length([ff if ("E" in k or "-" in k) else 0 for k in kinds])
     else:
         w.add_feed_forward_length(spec.intermediate_size or spec.moe_intermediate_size)
-    w.add_head_count(spec.num_attention_heads)
+    step = arch == "step35"
+    if step:
+        # conversion/step3.py Step35Model: per-layer head_count / head_count_kv (attention_other_setting's heads on
+        # the sliding layers, MTP blocks included) and the sliding-window pattern over every block
+        types = spec.attn_layer_types or ""
+        w.add_head_count([(spec.swa_num_attention_heads or spec.num_attention_heads) if c == "S"
+                          else spec.num_attention_heads for c in types])
+    else:
+        w.add_head_count(spec.num_attention_heads)
     if arch == "lfm2":
         # conversion/lfm2.py: no KV heads on the short-convolution layers, their cache length
         w.add_head_count_kv([spec.num_kv_heads if k == "*" else 0 for k in spec.layer_pattern or ""])
@@ -281,7 +289,7 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         w.add_q_lora_rank(spec.q_lora_rank)
         w.add_kv_lora_rank(spec.kv_lora_rank)
     else:
-        w.add_head_count_kv(spec.num_kv_heads)
+        w.add_head_count_kv([spec.num_kv_heads] * len(types) if step else spec.num_kv_heads)
         w.add_key_length(hd)
         w.add_value_length(hd)
         # Qwen3-Next / Qwen3.5 partial_rotary_factor 0.25; DeepSeek-V4's rotary part: _add_deepseek4_metadata
@@ -309,6 +317,8 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
                 w.add_expert_shared_count(0)  # required by llama.cpp's deepseek2 loader
             w.add_expert_weights_scale(1.0)
             w.add_leading_dense_block_count(spec.first_k_dense_layers)
+    if step:
+        _add_step35_metadata(w, spec, arch)
     if arch == "deepseek4":
         _add_deepseek4_metadata(w, spec, arch)
     if arch in ("deepseek32", "glm-dsa"):
@@ -350,6 +360,22 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
         # src/models/olmo2.cpp load_swa_pattern(ml, 4): three windowed layers, then one full)
         w.add_sliding_window(spec.sliding_window)
         w.add_sliding_window_pattern(_swa_pattern(spec, 4))
+
+
+def _add_step35_metadata(w, spec: ModelSpec, arch: str) -> None:
+    """The keys conversion/step3.py Step35Model.set_gguf_parameters writes beside the generic ones (written above) and
+    src/models/step35.cpp load_arch_hparams reads: the window, the per-block sliding pattern (required), the shared
+    expert width, the leading dense blocks, the MTP block count, and the router scale / normalisation (the published
+    configs' moe_router_scaling_factor 3.0, norm_expert_weight true; they change no tensor shape and no cache size)."""
+    w.add_sliding_window(spec.sliding_window or 512)
+    w.add_sliding_window_pattern([c == "S" for c in spec.attn_layer_types or ""])
+    w.add_rope_freq_base_swa(10_000.0)
+    if spec.num_experts:
+        w.add_leading_dense_block_count(spec.first_k_dense_layers)
+        w.add_expert_weights_scale(3.0)
+        w.add_expert_weights_norm(True)
+    if spec.nextn_layers:
+        w.add_nextn_predict_layers(spec.nextn_layers)
 
 
 def _add_deepseek4_metadata(w, spec: ModelSpec, arch: str) -> None:

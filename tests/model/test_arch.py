@@ -28,7 +28,12 @@ FILES = _config_files()
 
 
 def spec(model: str):
-    return spec_from_config(json.loads(FILES[model].read_text(encoding="utf-8")), model_id=model)
+    """A catalog config as the build reads it (with its sources/configs/supplements.csv keys, if any)."""
+    from recommender.catalog.build import load_supplements, supplemented  # noqa: PLC0415
+
+    cfg = json.loads(FILES[model].read_text(encoding="utf-8"))
+    rows = load_supplements(SOURCES_DIR).get(model)
+    return spec_from_config(supplemented(cfg, rows, model)[0] if rows else cfg, model_id=model)
 
 
 def shapes(s) -> dict[str, tuple[int, ...]]:
@@ -103,7 +108,7 @@ def test_every_catalog_config_parses_or_is_refused_with_a_reason():
                   "nvidia/Nemotron-H-56B-Base-8K", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
                   "LiquidAI/LFM2.5-VL-1.6B", "MiniMaxAI/MiniMax-M2.5", "zai-org/GLM-4.7-Flash",
                   "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "deepseek-ai/DeepSeek-V3.2",
-                  "zai-org/GLM-5", "zai-org/GLM-5.1", "zai-org/GLM-5.2"):
+                  "zai-org/GLM-5", "zai-org/GLM-5.1", "zai-org/GLM-5.2", "stepfun-ai/Step-3.7-Flash"):
         assert model not in refused, model
 
 
@@ -635,3 +640,95 @@ def test_dsa_indexer_key_cache_is_llama_cpps_and_refused_elsewhere():
     with pytest.raises(ValueError, match="llama.cpp only"):
         kv_cache_bytes(v, 4096, 1, "vllm", "bf16")
     assert all(QUANTS[q].family == "gguf" for q in quants_for(g2))
+
+
+def _step37(**extra):
+    """stepfun-ai/Step-3.7-Flash as the catalog build reads it: the stored file plus sources/configs/supplements.csv."""
+    from recommender.catalog.build import load_supplements, supplemented  # noqa: PLC0415
+
+    model = "stepfun-ai/Step-3.7-Flash"
+    cfg, _ = supplemented(json.loads(FILES[model].read_text(encoding="utf-8")), load_supplements(SOURCES_DIR)[model],
+                          model)
+    cfg.update(extra)
+    return spec_from_config(cfg, model_id=model)
+
+
+def _step37_file_alone():
+    model = "stepfun-ai/Step-3.7-Flash"
+    return spec_from_config(json.loads(FILES[model].read_text(encoding="utf-8")), model_id=model)
+
+
+def test_step37_published_counts_and_layout():
+    """Step-3.7-Flash against StepFun's figures and its published GGUF. StepFun's README (stepfun-ai/Step-3.7-Flash
+    README.md, search docs corpus): a 196B-parameter language backbone (+ a 1.8B vision encoder, not sized), ~11B
+    activated per token. Hugging Face's parameter counts (search docs corpus, model-list entries): 201B for
+    stepfun-ai/Step-3.7-Flash (safetensors: backbone, its 3 MTP blocks and the vision encoder), 199B for
+    AesSedai/Step-3.7-Flash-GGUF (text only). StepFun's Step-3.7-flash Q3_K_L GGUF header, as a third-party test
+    asserts it (search-tool file id 57398570390): 754 tensors in 45 blocks (the trunk: this inventory's 753 plus the
+    rope_freqs table), head_count 96 on the sliding / 64 on the full layers, head_count_kv 8, the shapes below. The
+    stored file alone (no attention_other_setting) is refused; with 64 heads on every layer the total would be
+    198.2B, not Hugging Face's 199B."""
+    s = _step37()
+    total, active = _trunk_counts(s)
+    assert 196e9 <= total < 197e9 and 11e9 <= active < 12e9
+    assert round(s.params_total / 1e9) == 199 and round((s.params_total + 1.8e9) / 1e9) == 201
+    assert (s.num_layers, s.nextn_layers, s.num_swa_layers, s.sliding_window, s.first_k_dense_layers) == \
+        (45, 3, 33, 512, 3)
+    with pytest.raises(UnsupportedArchitecture, match="attention_other_setting"):
+        _step37_file_alone()
+    flat = _step37(attention_other_setting={"num_attention_heads": 64})  # what one head count would give
+    assert round(flat.params_total / 1e9) == 198
+    inv = tensor_inventory(s)
+    assert len([t for t in inv if t.layer is None or t.layer < 45]) == 753
+    sh = shapes(s)
+    assert sh["blk.0.attn_q.weight"] == (4096, 8192) and sh["blk.44.attn_q.weight"] == (4096, 8192)
+    assert sh["blk.1.attn_q.weight"] == (4096, 96 * 128) and sh["blk.1.attn_gate.weight"] == (4096, 96)
+    assert sh["blk.0.attn_gate.weight"] == (4096, 64) and sh["blk.0.ffn_gate.weight"] == (4096, 11264)
+    assert sh["blk.3.ffn_gate_inp.weight"] == (4096, 288) and sh["blk.3.exp_probs_b.bias"] == (288,)
+    assert sh["blk.3.ffn_gate_exps.weight"] == (4096, 1280, 288) and sh["blk.3.ffn_down_exps.weight"] == \
+        (1280, 4096, 288)
+    assert sh["blk.3.ffn_gate_shexp.weight"] == (4096, 1280) and sh["blk.3.ffn_down_shexp.weight"] == (1280, 4096)
+    # the MTP blocks (layer_types lists none: full attention, the converter's padding) with a dense MLP and their own
+    # head: 17 tensors each, as the 51 of three a published Step-3.7-Flash checkpoint card counts
+    assert len([t for t in inv if t.layer == 45]) == 17 and sh["blk.47.nextn.shared_head_head.weight"] == \
+        (4096, 128896)
+
+
+def test_step37_memory_keeps_the_mtp_tensors_llama_cpp_loads():
+    """The KV cache: 12 full layers of n_ctx cells and 33 sliding ones of GGML_PAD(512 + n_ubatch, 256) = 1024 cells,
+    8 KV heads x 128, none for the MTP blocks. The MTP blocks: llama.cpp 0.3.36 leaves out only their attention
+    projections, eh_proj and four norms (src/models/step35.cpp mtp_flags); their dense MLP and own heads stay loaded,
+    about 1.16 GB at Q4_K_M (0.19 GB left out)."""
+    from recommender.predict.analytical import kv_cache_bytes, mtp_bytes  # noqa: PLC0415
+    from recommender.model.quant import weights_bytes  # noqa: PLC0415
+
+    s = _step37()
+    assert kv_cache_bytes(s, 65536, 1) == 2 * 8 * 128 * 2 * (12 * 65536 + 33 * 1024)
+    skipped = mtp_bytes(s, "Q4_K_M")[0]
+    in_file = weights_bytes(s, "Q4_K_M") - weights_bytes(s.model_copy(update={"nextn_layers": 0}), "Q4_K_M")
+    assert 0.15e9 < skipped < 0.25e9 and 1.0e9 < in_file - skipped < 1.3e9
+
+
+def test_supplement_adds_only_absent_keys():
+    from recommender.catalog.build import supplemented  # noqa: PLC0415
+
+    row = {"key": "head_dim", "value_json": "128", "evidence": "x"}
+    cfg, note = supplemented({"hidden_size": 8}, [row], "m")
+    assert cfg["head_dim"] == 128 and "head_dim=128 (x)" in note
+    wrapped, _ = supplemented({"model_type": "w", "text_config": {"hidden_size": 8}}, [row], "m")
+    assert wrapped["text_config"]["head_dim"] == 128 and "head_dim" not in wrapped
+    with pytest.raises(ValueError, match="already states"):
+        supplemented({"head_dim": 64}, [row], "m")
+
+
+def test_step35_geometry_reproduces_huggingfaces_count_to_the_parameter():
+    """Step-3.5-Flash has Step-3.7-Flash's text geometry with its three MTP blocks listed as sliding_attention in
+    layer_types (48 entries; zml's transcription of the Step-3.5-Flash config.json, search-tool file id 54728266868):
+    sized so, the inventory holds 199,384,301,376 parameters, exactly Hugging Face's safetensors count for
+    stepfun-ai/Step-3.5-Flash (AlexsJones/llmfit@d5e6dbf llmfit-core/data/hf_models.json parameters_raw). That checks
+    every tensor shape of the layout (96-head sliding attention with its gate, MoE with shared expert and router
+    bias, dense MTP blocks with their own heads). No Step-3.5-Flash config.json is stored, so the model is not in the
+    catalog."""
+    types = json.loads(FILES["stepfun-ai/Step-3.7-Flash"].read_text(encoding="utf-8"))["layer_types"]
+    s = _step37(layer_types=types + ["sliding_attention"] * 3)
+    assert s.attn_layer_types.endswith("FSSS") and s.params_total == 199_384_301_376

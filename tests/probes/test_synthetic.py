@@ -596,3 +596,43 @@ def test_dsa_cut_caches_and_weights_are_llama_cpps(tmp_path, capfd, name, layers
 
     cb = max(float(x) for x in re.findall(r"CPU compute buffer size =\s*([0-9.]+) MiB", log)) * 2**20
     assert 0 <= cb - llama_cpp_compute_buffer(spec, n_ctx, True)[0] <= 1 * 2**20
+
+
+STEP_SMALL = dict(share_expert_dim=256, first_k_dense_replace=1, sliding_window=128,
+                  attention_other_setting={"attention_type": "sliding_attention", "num_attention_heads": 6,
+                                           "num_attention_groups": 2, "head_dim": 64})
+
+
+def test_step35_cut_caches_and_weights_are_llama_cpps(tmp_path, capfd):
+    """A 5-layer Step-3.7-Flash cut (full, 3 sliding, full; one dense layer, MoE with a shared expert after; the
+    config's 3 MTP blocks; 6 query heads on the sliding layers, 4 on the full ones as 96 / 64 in the published
+    checkpoint): llama.cpp (step35) loads the synthetic file with the per-layer head counts the estimate lists,
+    makes the two caches of llama_kv_cache_iswa the estimate sizes -- the full layers' cache of n_ctx cells and the
+    sliding layers' of GGML_PAD(n_swa + n_ubatch, 256) cells, none for the MTP blocks -- and its model buffer is the
+    file less only the MTP tensors src/models/step35.cpp creates TENSOR_SKIP (attention projections, eh_proj, four
+    norms: the MTP blocks' q/k norms, gate, dense MLP and own head stay loaded), each to llama.cpp's printed precision
+    (2-decimal MiB). Figures in sources/configs/README.md (Step-3.7-Flash buffer check)."""
+    import re  # noqa: PLC0415
+
+    from recommender.model.arch import arch_key, spec_from_gguf  # noqa: PLC0415
+    from recommender.predict.analytical import kv_cache_bytes, mtp_bytes  # noqa: PLC0415
+
+    spec = shrunk("stepfun-ai__Step-3.7-Flash", layers=5, experts=8, **STEP_SMALL)
+    assert gguf_arch(spec) == "step35" and spec.attn_layer_types == "FSSSF" + "FFF" and spec.nextn_layers == 3
+    assert (spec.num_swa_layers, spec.swa_num_attention_heads, spec.head_wise_gate) == (3, 6, True)
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "step35.gguf")
+    check_file(path, spec, "Q8_0")
+    back = spec_from_gguf(path)[0]  # the header read back: the same tensors
+    assert arch_key(back) == arch_key(spec) and back.params_total == spec.params_total
+    n_ctx = 4096
+    log = llama_cpp_log(path, n_ctx, capfd, use_mmap=False, flash_attn=True, swa_full=False)
+    assert "n_head                = [4, 6, 6, 6, 4, 4, 4, 4]" in log, log[-2000:]
+    kv = [float(x) * 2**20 for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)]
+    model = sum(float(x) for x in re.findall(r"CPU(?:_Mapped)? model buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    assert "creating     SWA KV cache, size = 768 cells" in log and len(kv) == 2, log[-2000:]
+    assert abs(kv[1] - 3 * 768 * 2 * 2 * 64 * 2) <= 0.005 * 2**20  # 3 sliding layers, K + V, 2 heads x 64, f16
+    assert abs(sum(kv) - kv_cache_bytes(spec, n_ctx, 1)) <= 2 * 0.005 * 2**20
+    skipped = mtp_bytes(spec, "Q8_0")[0]
+    assert 0 < skipped < weights_bytes(spec, "Q8_0") - weights_bytes(spec.model_copy(update={"nextn_layers": 0}),
+                                                                       "Q8_0")
+    assert abs(model - (weights_bytes(spec, "Q8_0") - skipped)) <= 0.005 * 2**20 + 64 * 1024
