@@ -50,6 +50,9 @@ cases = [
  ("MLA + DSA lightning indexer MoE (GLM-5, glm-dsa)", shrunk("zai-org__GLM-5", layers=3, experts=8, **DSA)),
  ("MLA + DSA lightning indexer MoE, shared indexers (GLM-5.2, glm-dsa)",
   shrunk("zai-org__GLM-5.2", layers=6, experts=8, indexer_types=["full", "full", "shared", "shared", "full", "shared"], **DSA)),
+ # the cut of tests/probes/test_synthetic.py test_hy_v3_cut_caches_and_weights_are_llama_cpps (CASES=hy_v3)
+ ("MoE, router bias + shared expert, MTP block with its FFN loaded (Hy3, hy_v3)",
+  shrunk("tencent__Hy3", layers=3, experts=8, num_key_value_heads=2, expert_hidden_dim=256)),
 ]
 if os.environ.get("CASES"):  # CASES=deepseek4 runs the cases whose label contains it
     cases = [c for c in cases if os.environ["CASES"] in c[0]]

@@ -21,6 +21,7 @@ from pydantic import Field
 from recommender.core.engines import engine_spec
 from recommender.core.errors import UserError
 from recommender.core.records import HardwareProfile, ModelSpec, Provenance, Strict, Variant
+from recommender.model.arch import gguf_arch
 from recommender.model.quant import QUANTS, weights_breakdown
 from recommender.predict import constants as C
 from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
@@ -111,6 +112,17 @@ class VariantBytes(NamedTuple):
 
 _INPUT_TABLES = ("token_embd.weight", "per_layer_token_embd.weight")
 _BYTES_CACHE: dict[tuple, VariantBytes] = {}
+# Architectures whose MTP block llama.cpp 0.3.36 skips only in part: src/models/hy-v3.cpp creates the block's
+# attention, norms and nextn.* tensors with the skip flags but its FFN (dense or router, exp_probs_b, routed and shared
+# experts) with TENSOR_NOT_REQUIRED, so those are loaded even without load_mtp (measured: tests/probes/
+# test_synthetic.py test_hy_v3_cut_caches_and_weights_are_llama_cpps). They count as resident trunk bytes here.
+MTP_FFN_LOADED_ARCHS = frozenset({"hy_v3"})
+
+
+def _mtp_ffn(name: str) -> bool:
+    """An MTP-block tensor of the FFN (``blk.N.ffn_*`` but the pre-FFN norm, ``blk.N.exp_probs_b``)."""
+    part = name.split(".", 2)[2]
+    return (part.startswith("ffn_") and not part.startswith("ffn_norm")) or part.startswith("exp_probs_b")
 
 
 def _bytes_key(spec: ModelSpec, quant: str) -> tuple:
@@ -123,6 +135,7 @@ def variant_byte_sums(spec: ModelSpec, quant: str) -> VariantBytes:
     hit = _BYTES_CACHE.get(key)
     if hit is None:
         trunk = tuple(f"blk.{i}." for i in range(spec.num_layers, spec.num_layers + (spec.nextn_layers or 0)))
+        ffn_loaded = bool(trunk) and gguf_arch(spec) in MTP_FFN_LOADED_ARCHS
         total = embd = experts = outside = ple = mtp = mtp_experts = 0
         for name, _type, nbytes in weights_breakdown(spec, quant):
             total += nbytes
@@ -135,7 +148,7 @@ def variant_byte_sums(spec: ModelSpec, quant: str) -> VariantBytes:
                     ple += nbytes
             elif not name.startswith("blk."):
                 outside += nbytes
-            elif trunk and name.startswith(trunk):
+            elif trunk and name.startswith(trunk) and not (ffn_loaded and _mtp_ffn(name)):
                 mtp += nbytes
                 mtp_experts += nbytes if is_expert else 0
         hit = _BYTES_CACHE[key] = VariantBytes(total, embd, experts, outside, ple, mtp, mtp_experts)
@@ -179,7 +192,8 @@ def mtp_bytes(spec: ModelSpec, quant: str) -> tuple[int, int]:
     Qwen3.5 / Nemotron-3-Super): part of the file, but llama.cpp does not load them unless asked for MTP drafting
     (src/models/qwen35.cpp, qwen3next.cpp, nemotron-h.cpp: mtp_flags = TENSOR_SKIP without load_mtp, which
     llama_model_default_params leaves false), so they take no memory and are not read per token. Returns (total,
-    routed-expert) bytes of those blocks."""
+    routed-expert) bytes of those blocks. Hy3 (``MTP_FFN_LOADED_ARCHS``): the part of its block llama.cpp skips, without
+    the FFN tensors it loads anyway."""
     if not spec.nextn_layers:
         return 0, 0
     sums = variant_byte_sums(spec, quant)
