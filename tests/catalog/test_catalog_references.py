@@ -247,6 +247,9 @@ SHARED_SHAPE_CARDS = {
     # mistralai/Devstral-2-123B-Instruct-2512: 88 Ministral-3 decoder layers (hidden 12288, 96 attention heads, 8 KV
     # heads)"; its "128B" counts the Pixtral tower (not sized), so no total here
     "mistralai/Mistral-Medium-3.5-128B": (None, 88, 96, 8, None),
+    # Hy3-preview-Base: Megatron-Bridge's model table, 298.8B at tencent/Hy3-preview-Base@54a62bb (search-tool file id
+    # 54514726725); a stored checkpoint survey, 80 layers, 64 / 8 heads (file id 57050126656)
+    "tencent/Hy3-preview-Base": (298.8 * B, 80, 64, 8, None),
 }
 
 
