@@ -54,6 +54,9 @@ cases = [
  ("per-layer-type GQA + head-wise gate MoE, 3 MTP blocks (Step-3.7-Flash, step35)",
   shrunk("stepfun-ai__Step-3.7-Flash", layers=5, experts=8, share_expert_dim=256, first_k_dense_replace=1, sliding_window=128,
          attention_other_setting={"attention_type": "sliding_attention", "num_attention_heads": 6, "num_attention_groups": 2, "head_dim": 64})),
+ # the cut of tests/probes/test_synthetic.py test_hy_v3_cut_caches_and_weights_are_llama_cpps (CASES=hy_v3)
+ ("MoE, router bias + shared expert, MTP block with its FFN loaded (Hy3, hy_v3)",
+  shrunk("tencent__Hy3", layers=3, experts=8, num_key_value_heads=2, expert_hidden_dim=256)),
 ]
 if os.environ.get("CASES"):  # CASES=deepseek4 runs the cases whose label contains it
     cases = [c for c in cases if os.environ["CASES"] in c[0]]

@@ -96,6 +96,12 @@ GGUF_ARCH = {
     # registers Step3p5ForCausalLM and Step3p7ForConditionalGeneration; src/models/step35.cpp). step3p5 is the text
     # model type (the Step-3.7 wrapper's text_config); step3p7 is ai-dynamo/aiconfigurator's flat form of it
     "step3p5": "step35", "step3p7": "step35",
+    # Hy3 / Hy3-preview (Tencent Hunyuan 3): GQA with per-head q/k RMSNorms, first_k_dense_replace dense layers, then
+    # MoE layers with a sigmoid router + expert-selection bias (exp_probs_b) and one ungated shared expert
+    # (num_shared_experts x moe_intermediate_size wide), and the MTP block the converter appends unless --no-mtp
+    # (conversion/hunyuan.py HYV3Model, src/models/hy-v3.cpp: a full decoder block plus nextn.eh_proj / enorm / hnorm /
+    # shared_head_norm, TENSOR_SKIP without load_mtp)
+    "hy_v3": "hy_v3",
 }
 # and the reverse, for GGUF files
 _MODEL_TYPE_OF_GGUF_ARCH = {
@@ -107,7 +113,7 @@ _MODEL_TYPE_OF_GGUF_ARCH = {
     "command-r": "cohere", "granite": "granite", "stablelm": "stablelm", "exaone4": "exaone4",
     "qwen3next": "qwen3_next", "minimax-m2": "minimax_m2", "lfm2": "lfm2", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text", "nemotron_h": "nemotron_h",
     "nemotron_h_moe": "nemotron_h", "gemma4": "gemma4_text", "deepseek4": "deepseek_v4",
-    "deepseek32": "deepseek_v32", "glm-dsa": "glm_moe_dsa", "step35": "step3p5",
+    "deepseek32": "deepseek_v32", "glm-dsa": "glm_moe_dsa", "step35": "step3p5", "hy_v3": "hy_v3",
 }
 
 # Model types seen in real configs whose weights or memory this code cannot size correctly, and why. A config of
@@ -176,7 +182,7 @@ _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4_text", "
 # Qwen2 always has q/k/v biases (modeling_qwen2.py: bias=True); StableLM-2 when use_qkv_bias (read below)
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}
 _QK_NORM_TYPES = {"gemma4_text", "lfm2", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text", "olmo2",
-                  "olmo3", "exaone4", "exaone4_5_text"}
+                  "olmo3", "exaone4", "exaone4_5_text", "hy_v3"}
 _POST_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}  # post_attention_norm + post_ffw_norm per layer
 
 # GGUF layout quirks: Phi-3 keeps HF's fused qkv_proj and gate_up_proj (llama.cpp src/models/phi3.cpp:
@@ -313,6 +319,21 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
                 raise _bad(f"config for {model_id}: moe_layer_freq != 1 is not supported",
                            hint="only DeepSeek-V2/V3 layouts with an MoE block in every layer after "
                                 "first_k_dense_replace are modelled")
+        elif model_type == "hy_v3":
+            # HYV3Config / conversion/hunyuan.py HYV3Model: expert_shared_feed_forward_length = moe_intermediate_size x
+            # num_shared_experts (default 1); the leading first_k_dense_replace layers are dense (src/models/hy-v3.cpp
+            # tells them apart by the tensors present)
+            n_shared = _as_int(get("num_shared_experts", required=False, default=1), "num_shared_experts", model_id)
+            shared_ff = moe_ff * n_shared
+            first_dense = min(n_layers, _as_int(get("first_k_dense_replace", required=False, default=0),
+                                                "first_k_dense_replace", model_id))
+            kinds = cfg.get("mlp_layer_types")
+            if kinds is not None and kinds != ["dense"] * first_dense + ["sparse"] * (n_layers - first_dense):
+                raise UnsupportedArchitecture(f"config for {model_id}: mlp_layer_types other than first_k_dense_replace "
+                                              "dense layers followed by MoE layers are not modelled")
+            if cfg.get("qk_norm") is False:
+                raise UnsupportedArchitecture(f"config for {model_id}: hy_v3 without qk_norm is not modelled "
+                                              "(src/models/hy-v3.cpp requires attn_q_norm / attn_k_norm)")
         elif model_type == "gemma4_text":
             # Gemma4TextDecoderLayer: every layer keeps its dense MLP (intermediate_size) next to the routed experts
             # (moe_intermediate_size); llama.cpp gemma4.cpp loads both (ffn_gate/up/down + ffn_gate_up_exps)
@@ -436,7 +457,7 @@ def spec_from_config(config: dict, model_id: str, source: str = "", source_kind:
     elif model_type in _STEP35_TYPES:
         linear, n_swa = _step35_fields(cfg, get, model_id, n_layers, n_heads, n_kv, head_dim,
                                        wrapped=config.get("model_type") == "step3p7" and cfg is not config)
-    elif model_type == "exaone4_5_text":
+    elif model_type in ("exaone4_5_text", "hy_v3"):
         linear = {"nextn_layers": _as_int(get("num_nextn_predict_layers", required=False, default=0) or 0,
                                           "num_nextn_predict_layers", model_id)}
     step_qk_norm = bool(linear.pop("qk_norm", False))
@@ -800,6 +821,9 @@ _NORM_BIAS = {"stablelm"}  # LayerNorm with bias: attn_norm / ffn_norm / output_
 # attn_q_norm {n_head * head_dim}, attn_k_norm {n_head_kv * head_dim} (olmo2.cpp, minimax-m2.cpp)
 _FULL_WIDTH_QK_NORM = {"olmo2", "minimax-m2"}
 _ROUTER_BIAS = {"minimax-m2"}  # exp_probs_b.bias {n_expert} per MoE layer (minimax-m2.cpp)
+# exp_probs_b {n_expert} without a .bias suffix: src/models/hy-v3.cpp asks tn(LLM_TENSOR_FFN_EXP_PROBS_B, i), and the
+# converter maps the checkpoint's mlp.expert_bias (no .weight / .bias suffix) to it unchanged
+_ROUTER_BIAS_BARE = {"hy_v3"}
 _ALWAYS_TIED = {"command-r"}  # command-r.cpp: output = token_embd (TENSOR_DUPLICATED)
 
 
@@ -880,6 +904,8 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
                   (b + "ffn_down_exps.weight", (ff_exp, H, E), E)]
             if arch in _ROUTER_BIAS:
                 t += [(b + "exp_probs_b.bias", (E,))]
+            elif arch in _ROUTER_BIAS_BARE:
+                t += [(b + "exp_probs_b", (E,))]
             if gpt_oss:
                 # router and expert biases (openai-moe.cpp): ffn_*_exps.bias {n_ff_exp or n_embd, n_expert}
                 t += [(b + "ffn_gate_inp.bias", (E,)), (b + "ffn_gate_exps.bias", (ff_exp, E), E),
@@ -897,8 +923,9 @@ def raw_inventory_of(key: ArchKey) -> tuple[RawTensor, ...]:
             t += [(b + "post_ffw_norm.weight", (H,))]
         if i >= L and dsa:
             t += _dsa_nextn(key, b)
-        if i >= L and arch == "exaone4":
-            # EXAONE-4.5 MTP block (src/models/exaone4.cpp is_nextn): the trunk block plus eh_proj and three norms
+        if i >= L and arch in ("exaone4", "hy_v3"):
+            # EXAONE-4.5 MTP block (src/models/exaone4.cpp is_nextn), Hy3's (hy-v3.cpp; its final_layernorm is
+            # shared_head_norm): the trunk block plus eh_proj and three norms
             t += [(b + "nextn.eh_proj.weight", (2 * H, H)), (b + "nextn.enorm.weight", (H,)),
                   (b + "nextn.hnorm.weight", (H,)), (b + "nextn.shared_head_norm.weight", (H,))]
         out += [(x[0], x[1], i, x[2] if len(x) > 2 else 1) for x in t]
@@ -1061,10 +1088,16 @@ _STEP35_MTP_SKIPPED = ("attn_norm.weight", "attn_q.weight", "attn_k.weight", "at
 def mtp_tensor_skipped(gguf_architecture: str, name: str) -> bool:
     """Whether llama.cpp leaves an MTP-block tensor (blk.{i >= num_layers}.*) unloaded without load_mtp: every one on
     qwen3next / qwen35 / nemotron-h / deepseek32 / glm-dsa / exaone4 (mtp_flags on the whole block), only the
-    _STEP35_MTP_SKIPPED ones on step35."""
-    if gguf_architecture != "step35":
-        return True
-    return name.split(".", 2)[-1] in _STEP35_MTP_SKIPPED
+    _STEP35_MTP_SKIPPED ones on step35, all but the FFN on hy_v3: src/models/hy-v3.cpp creates the block's attention,
+    norms and nextn.* tensors with the skip flags but its FFN (dense or router, exp_probs_b, routed and shared experts)
+    with TENSOR_NOT_REQUIRED, so those load without load_mtp (tests/probes/test_synthetic.py
+    test_hy_v3_cut_caches_and_weights_are_llama_cpps)."""
+    part = name.split(".", 2)[-1]
+    if gguf_architecture == "step35":
+        return part in _STEP35_MTP_SKIPPED
+    if gguf_architecture == "hy_v3":
+        return not ((part.startswith("ffn_") and not part.startswith("ffn_norm")) or part.startswith("exp_probs_b"))
+    return True
 
 
 def _qwen3next_block(key: ArchKey, i: int, b: str) -> list[tuple]:
@@ -1420,6 +1453,9 @@ def _hybrid_fields_from_gguf(arch: str, kv: Any, block_count: int, n_experts: in
         else:
             pattern = "F" * trunk
         return {**vals, "indexer_pattern": pattern, "nextn_layers": nextn}
+    if arch == "hy_v3":  # conversion/hunyuan.py HYV3Model: the appended MTP block(s), nextn_predict_layers
+        nextn = int(kv("nextn_predict_layers", 0) or 0)
+        return {"nextn_layers": nextn} if nextn else {}
     if arch not in ("qwen3next", "qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe"):
         return {}
 
@@ -1488,6 +1524,10 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[ModelSpec, GgufFileInfo]:
     n_shared = int(kv("expert_shared_count", 0) or 0)
     ff_sh = int(kv("expert_shared_feed_forward_length", 0) or 0)
     first_dense = int(kv("leading_dense_block_count", 0) or 0)
+    if arch == "hy_v3" and E:
+        # conversion/hunyuan.py HYV3Model writes no leading_dense_block_count: src/models/hy-v3.cpp tells the dense
+        # layers by their tensors (no ffn_gate_inp)
+        first_dense = next((i for i in range(L) if f"blk.{i}.ffn_gate_inp.weight" in shapes), 0)
     if E:
         if not ff_exp:
             ff_exp = shapes.get(f"blk.{first_dense}.ffn_down_exps.weight", (ff,))[0] or ff

@@ -112,8 +112,6 @@ class VariantBytes(NamedTuple):
 
 _INPUT_TABLES = ("token_embd.weight", "per_layer_token_embd.weight")
 _BYTES_CACHE: dict[tuple, VariantBytes] = {}
-
-
 def _bytes_key(spec: ModelSpec, quant: str) -> tuple:
     return spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant
 
@@ -183,7 +181,8 @@ def mtp_bytes(spec: ModelSpec, quant: str) -> tuple[int, int]:
     llama_model_default_params leaves false), so they take no memory and are not read per token. Returns (total,
     routed-expert) bytes of those blocks. Step-3.5 / 3.7 (src/models/step35.cpp) skips only part of each block
     (recommender.model.arch.mtp_tensor_skipped): its MTP blocks' q/k norms, attention gate, dense MLP and own output
-    head are loaded, so they count as resident weights."""
+    head are loaded, so they count as resident weights; Hy3 (src/models/hy-v3.cpp) skips its block's attention, norms
+    and nextn.* tensors but loads the block's FFN."""
     if not spec.nextn_layers:
         return 0, 0
     sums = variant_byte_sums(spec, quant)

@@ -307,6 +307,13 @@ def _add_arch_metadata(w, spec: ModelSpec, arch: str) -> None:
                 w.add_expert_shared_feed_forward_length(spec.shared_expert_intermediate_size)
         if arch == "minimax-m2":
             w.add_uint32(f"{arch}.expert_gating_func", 2)  # sigmoid (config scoring_func; llama.cpp aborts without)
+        if arch == "hy_v3":
+            # conversion/hunyuan.py HYV3Model.set_gguf_parameters: sigmoid router, route_norm, router_scaling_factor
+            w.add_uint32(f"{arch}.expert_gating_func", 2)
+            w.add_expert_weights_norm(True)
+            w.add_expert_weights_scale(2.826)
+            if spec.nextn_layers:
+                w.add_nextn_predict_layers(spec.nextn_layers)
         if nemotron:
             w.add_expert_weights_norm(True)  # NemotronHConfig norm_topk_prob, routed_scaling_factor
             w.add_expert_weights_scale(2.5)

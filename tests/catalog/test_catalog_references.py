@@ -243,7 +243,25 @@ SHARED_SHAPE_CARDS = {
     # gemma-4-12B: the card's 48 layers (as quoted at twinogamez.com; the 12B -it and pretrained safetensors are the
     # same 23,919,549,408 bytes)
     "google/gemma-4-12B": (None, 48, None, None, None),
+    # Mistral-Medium-3.5-128B: NVIDIA NeMo AutoModel's coverage page, "the same text backbone as
+    # mistralai/Devstral-2-123B-Instruct-2512: 88 Ministral-3 decoder layers (hidden 12288, 96 attention heads, 8 KV
+    # heads)"; its "128B" counts the Pixtral tower (not sized), so no total here
+    "mistralai/Mistral-Medium-3.5-128B": (None, 88, 96, 8, None),
+    # Hy3-preview-Base: Megatron-Bridge's model table, 298.8B at tencent/Hy3-preview-Base@54a62bb (search-tool file id
+    # 54514726725); a stored checkpoint survey, 80 layers, 64 / 8 heads (file id 57050126656)
+    "tencent/Hy3-preview-Base": (298.8 * B, 80, 64, 8, None),
 }
+
+
+def test_mistral_medium_35_text_tower_matches_unsloths_gguf_sizes(specs):
+    """unsloth/Mistral-Medium-3.5-128B-GGUF as a stored deployment note tabulates it (search-tool file id
+    69604244874, GiB to one decimal): largest (BF16) 232.9, Q8_0 123.7, Q6_K 95.5 (the mmproj, 4.99, apart). The
+    borrowed Devstral-2-123B config must give the same tensor data at each (a header of a few MB is below the
+    table's 0.05 GiB rounding)."""
+    s = specs["mistralai/Mistral-Medium-3.5-128B"]
+    for quant, gib in (("BF16", 232.9), ("Q8_0", 123.7), ("Q6_K", 95.5)):
+        data = sum(ggml_nbytes(t, shape) for _name, shape, t in gguf_tensor_types(s, quant, imatrix=False))
+        assert abs(data / 2**30 - gib) <= 0.05, (quant, data / 2**30, gib)
 
 
 @pytest.mark.parametrize("model", sorted(SHARED_SHAPE_CARDS))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -475,6 +476,32 @@ def test_minimax_m2_and_glm47_flash_counts():
     g = spec("zai-org/GLM-4.7-Flash")
     assert g.is_mla and (g.kv_lora_rank, g.q_lora_rank, g.first_k_dense_layers) == (512, 768, 1)
     assert round(g.params_total / 1e9) == 30 and 3e9 < g.params_active < 4e9
+
+
+def test_hy3_counts_match_the_official_checkpoint():
+    """tencent/Hy3 (and Hy3-preview, the same config): the official model.safetensors.index.json at revision 716aa72
+    holds 298,786,140,416 BF16 parameters and 15,360 F32 expert-bias parameters (a stored KV-layout report that read
+    all 99 shard headers, search-tool file id 55746397193); the card (cnb.cool mirror of the Hy3-preview card): 295B
+    total, 21B activated, a 3.8B MTP layer, 80 layers + 1 MTP layer, 192 experts top-8. Ours from the config: the same
+    total to the parameter (MTP block included, the converter keeps it), 80 x 192 router biases (79 MoE layers + the
+    MTP block), a 3.75B MTP block, 295.0B without it, 21.0B active."""
+    s = spec("tencent/Hy3")
+    assert s.params_total == 298_786_140_416 + 15_360
+    sh = shapes(s)
+    assert sum(1 for n in sh if n.endswith(".exp_probs_b")) * 192 == 15_360
+    assert "blk.0.ffn_gate_inp.weight" not in sh and sh["blk.0.ffn_down.weight"] == (13312, 4096)
+    assert sh["blk.1.ffn_down_shexp.weight"] == (1536, 4096) and sh["blk.0.attn_q_norm.weight"] == (128,)
+    mtp = sum(math.prod(shape) for name, shape in sh.items() if name.startswith("blk.80."))
+    assert round(mtp / 1e8) == 38 and round((s.params_total - mtp) / 1e9) == 295
+    assert round(s.params_active / 1e9) == 21
+    assert spec("tencent/Hy3-preview").params_total == s.params_total
+    # the same report's KV golden vectors (transformers DynamicCache, bf16, 80 trunk layers, the MTP layer excluded):
+    # 327,680 B per token, 1,342,177,280 B at 4,096 tokens -- llama.cpp's f16 cache is the same size (the MTP layer is
+    # "filtered" there too: tests/probes/test_synthetic.py test_hy_v3_cut_caches_and_weights_are_llama_cpps)
+    from recommender.predict.analytical import kv_cache_bytes  # noqa: PLC0415
+
+    assert kv_cache_bytes(s, 4096, 1, engine="llama.cpp") == 1_342_177_280
+    assert kv_cache_bytes(s, 262_144, 1, engine="llama.cpp") == 85_899_345_920
 
 
 def test_lfm2_counts_and_short_convolutions():

@@ -191,6 +191,7 @@ def test_tiny_moe_runs_in_llama_cpp(tmp_path, quant):
     ("openbmb__MiniCPM-2B-sft-bf16", 2),
     ("MiniMaxAI__MiniMax-M2.5", 2),  # minimax-m2: full-width q/k norms, router bias, every layer MoE
     ("zai-org__GLM-4.7-Flash", 2),  # GLM-4.7-Flash: deepseek2 (MLA + q_lora, leading dense layer, shared expert)
+    ("tencent__Hy3", 3),  # hy_v3: per-head q/k norms, leading dense layer, router bias, shared expert, MTP block
 ])
 def test_other_architectures_run(tmp_path, name, layers):
     spec = shrunk(name, layers=layers, experts=8)
@@ -636,3 +637,38 @@ def test_step35_cut_caches_and_weights_are_llama_cpps(tmp_path, capfd):
     assert 0 < skipped < weights_bytes(spec, "Q8_0") - weights_bytes(spec.model_copy(update={"nextn_layers": 0}),
                                                                        "Q8_0")
     assert abs(model - (weights_bytes(spec, "Q8_0") - skipped)) <= 0.005 * 2**20 + 64 * 1024
+
+
+def test_hy_v3_cut_caches_and_weights_are_llama_cpps(tmp_path, capfd):
+    """A 3-layer Hy3 cut (tencent/Hy3's hy_v3 layout: one dense layer, then MoE with a router bias and one shared
+    expert, per-head q/k norms, plus the MTP block the converter appends): llama.cpp (hy_v3) loads the synthetic file,
+    caches K/V for the 3 trunk layers only (the MTP layer is filtered), and its model buffer is the file less the MTP
+    block's attention, norms and nextn.* tensors -- src/models/hy-v3.cpp creates the block's FFN (router, exp_probs_b,
+    routed and shared experts) with TENSOR_NOT_REQUIRED instead of the skip flags, so those load even without load_mtp
+    (arch.mtp_tensor_skipped). Each to llama.cpp's printed precision (2-decimal MiB)."""
+    import re  # noqa: PLC0415
+
+    from recommender.model.quant import weights_breakdown  # noqa: PLC0415
+    from recommender.predict.analytical import kv_cache_bytes, mtp_bytes, variant_byte_sums  # noqa: PLC0415
+
+    spec = shrunk("tencent__Hy3", layers=3, experts=8, num_key_value_heads=2, expert_hidden_dim=256)
+    assert gguf_arch(spec) == "hy_v3" and (spec.nextn_layers, spec.first_k_dense_layers) == (1, 1)
+    assert spec.qk_norm and (spec.num_shared_experts, spec.shared_expert_intermediate_size) == (1, 256)
+    path = build_synthetic_gguf(spec, "Q8_0", tmp_path / "hy3.gguf")
+    check_file(path, spec, "Q8_0")
+    from recommender.model.arch import arch_key, spec_from_gguf  # noqa: PLC0415
+
+    back = spec_from_gguf(path)[0]  # the header read back (catalog add of a Hy3 GGUF): the same layout
+    assert arch_key(back) == arch_key(spec) and back.params_total == spec.params_total
+    n_ctx = 4096
+    log = llama_cpp_log(path, n_ctx, capfd, use_mmap=False, flash_attn=True)
+    kv = [float(x) * 2**20 for x in re.findall(r"KV buffer size =\s*([0-9.]+) MiB", log)]
+    model = sum(float(x) for x in re.findall(r"CPU(?:_Mapped)? model buffer size =\s*([0-9.]+) MiB", log)) * 2**20
+    assert len(kv) == 1 and "layer   3: filtered" in log, log[-2000:]
+    assert abs(kv[0] - kv_cache_bytes(spec, n_ctx, 1)) <= 0.005 * 2**20
+    skipped = mtp_bytes(spec, "Q8_0")[0]
+    whole_block = sum(n for name, _t, n in weights_breakdown(spec, "Q8_0") if name.startswith("blk.3."))
+    assert 0 < skipped < whole_block / 4  # attention + norms + nextn.*; the FFN (most of the block) stays loaded
+    assert variant_byte_sums(spec, "Q8_0").mtp_expert_bytes == 0
+    assert abs(model - (weights_bytes(spec, "Q8_0") - skipped)) <= 0.005 * 2**20 + 64 * 1024
+    assert abs(model - (weights_bytes(spec, "Q8_0") - whole_block)) > 1 * 2**20  # skipping the whole block is wrong
