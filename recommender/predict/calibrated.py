@@ -15,7 +15,7 @@ from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes, variant_bytes
 from recommender.predict.counts import (any_true, attention_layers, block_layers, delta_rule_layers, decode_flops,
-                                        is_array, minimum, moe_layers, per_model, where, window_or)
+                                        is_array, maximum, minimum, moe_layers, per_model, where, window_or)
 from recommender.predict.engines import rules_for
 
 # v2: TPOT features carry the quantized-KV and batched-column regimes; v3: the MoE layers' routing time (fixed, the
@@ -26,7 +26,10 @@ from recommender.predict.engines import rules_for
 # touched experts' weight pass and one kernel per touched expert), fitted with round 5's four MoE shapes; v5: a
 # hybrid's delta-rule (Gated DeltaNet) layers get a per-layer feature of their own (counts.delta_rule_layers: their
 # op chain per step; Qwen3.5-9B / Qwen3.6-35B-A3B were 9-13 % too fast leave-one-model-out, now 0.4 / 6.2 %)
-CALIBRATION_VERSION = "cal-v5"
+# v6: an MoE model's routed experts above 8 sequences compute MMQ tiles as wide as the batch for every touched expert
+# ("moe mmq padded columns ms", in place of v4's "moe mmq expert weights/bw"; batch-64 decode 14.4 -> 9.5 % median
+# leave-one-model-out, docs/benchmarks.md)
+CALIBRATION_VERSION = "cal-v6"
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
 NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
@@ -95,6 +98,11 @@ def _attention_elements(est: Estimate, spec: ModelSpec) -> float:
     return keys * spec.num_attention_heads * spec.head_dim * est.batch
 
 
+def routed_expert_params(spec: ModelSpec) -> float:
+    """Parameters of an MoE model's routed experts (their bytes at 2 bytes per parameter: analytical.variant_bytes)."""
+    return variant_bytes(spec, "F16")[2] / 2.0
+
+
 def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareProfile,
              samples: bool = True) -> dict[str, float]:
     """The named features of one configuration for one metric (module docstring). ``samples``: the engine picks
@@ -155,8 +163,20 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
                 e, k = spec.num_experts, spec.num_experts_per_tok
                 touched = e * (1 - (1 - k / e) ** b)
                 mmq = float(b > C.LLAMA_CPP_MMVQ_MAX_BATCH.value)
-                x["moe mmq expert weights/bw"] = mmq * variant_bytes(spec, est.quant)[2] * touched / e / bw * 1e3
                 x["moe mmq expert kernels"] = mmq * touched * moe_layers(spec) * MOE_EXPERT_KERNEL_UNIT_MS
+                # cal-v6: MMQ sizes its column tile for mul_mat_id by the number of tokens, not by the tokens an
+                # expert gets (ggml-cuda/mmq.cu ggml_cuda_mul_mat_q: ncols_opt = ne12 on NVIDIA; only RDNA3/4 use
+                # ne12 x n_expert_used / n_expert), so every touched expert computes a tile of J = roundup(B, 8)
+                # (<= 128) columns whatever few of them are its own (mmq.cuh mul_mat_q_switch_J): the routed
+                # experts' column time is that of touched / E x J columns over every routed weight, at the MMQ
+                # rate of the dense columns (decode_columns_ms). Replaces cal-v4's "moe mmq expert weights/bw"
+                # (the touched experts' weight pass), which the fit sets to ~0 beside it (docs/benchmarks.md)
+                if any_true(est.decode_columns_ms) and mmq:
+                    tile = min(-(-b // 8) * 8, 128)
+                    cols = tile * maximum(1.0, -(-(b * k / touched) // tile))  # tiles of one expert's columns
+                    col_flops = decode_flops(spec, 0, 1)
+                    x["moe mmq padded columns ms"] = (est.decode_columns_ms * touched / e * cols * 2.0
+                                                      * per_model(routed_expert_params, spec) / (b * col_flops))
             # each further sequence's logits row copied to the host (f32, vocab_size) at the pageable copy rate
             x["logits ms"] = ((b - 1) * spec.vocab_size * LOGIT_BYTES / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3)
         if samples:  # the host reads every sequence's logits row to pick its token (argmax, samplers)
