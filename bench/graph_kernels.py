@@ -1,4 +1,4 @@
-# scratch report script (helper h-cal): see docs/benchmarks.md cal-v6 section; run with PYTHONPATH=$PWD /work/venvs/llama/bin/python
+# report script (helper h-cal, docs/benchmarks.md cal-v6 section); needs llama-cpp-python 0.3.36: PYTHONPATH=$PWD python bench/<this file>
 """Count the ggml graph nodes (by op) of one llama.cpp decode step, per architecture, on tiny-width CPU cuts
 with the real layer count."""
 import ctypes, json, os, sys, tempfile, collections

@@ -1,4 +1,4 @@
-# scratch report script (helper h-cal): see docs/benchmarks.md cal-v6 section; run with PYTHONPATH=$PWD /work/venvs/llama/bin/python
+# report script (helper h-cal, docs/benchmarks.md cal-v6 section); needs llama-cpp-python 0.3.36: PYTHONPATH=$PWD python bench/<this file>
 """Distinct routed experts per layer in one 512-token micro-batch of a synthetic (random-weight) GGUF: real hidden size,
 expert count and top-k, shrunk expert width / vocab / layers (CPU)."""
 import ctypes, json, os, sys, tempfile, collections
