@@ -9,19 +9,8 @@
 # llama-bench -ngl 99 -fa 1 -p 512 -n 128 -d 0,8192 -r 2 on each (jsonl), file deleted after its run.
 # Usage on the device, in the checkout root: bash bench/h200_arch_kinds.sh   (writes $OUT/bench.jsonl, logs)
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 M=/tmp/archm; mkdir -p $M
-t0=$(date +%s)
-log() { echo "[+$(( $(date +%s) - t0 ))s] $*" | tee -a "$OUT/run.log" >&2; }
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/whl/*.whl || exit 3
-export PYTHONPATH=/tmp/site:$PWD
-tar xzf .device/llama_cpp_python.tar.gz -C /tmp
-SRC=$(ls -d /tmp/llama_cpp_python-*/vendor/llama.cpp)
-log "build start ($SRC)"
-( cd "$SRC" && cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DCMAKE_BUILD_TYPE=Release >/tmp/cmake.log 2>&1 \
-  && cmake --build build -j14 --target llama-bench >>/tmp/cmake.log 2>&1 ) &
-BUILD=$!
+source bench/h200_build.sh  # OUT, log, wheels on PYTHONPATH, llama-bench build started: SRC, BUILD
 # the writer runs beside the build; the third file (22 GB) waits until the first one was benched and deleted (disk: 64 GB)
 python3 - "$M" > "$OUT/write.jsonl" 2>> "$OUT/run.log" <<'PY' &
 import json, sys, time
