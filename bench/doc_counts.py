@@ -14,6 +14,7 @@ A rebuilt catalog (models, measured rows, scores added) or a new profile or quan
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -21,7 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recommender.catalog.build import REFUSED_META_KEY  # noqa: E402
 from recommender.catalog.store import Catalog  # noqa: E402
+from recommender.core.records import CHAT_CHECKPOINTS  # noqa: E402
 from recommender.core.paths import SHIPPED_CATALOG  # noqa: E402
 from recommender.hardware.profiles import load_profiles, match_profile  # noqa: E402
 from recommender.model.quant import QUANTS  # noqa: E402
@@ -29,6 +32,8 @@ from recommender.model.quant import QUANTS  # noqa: E402
 SPAN = re.compile(r"<!-- n:([a-z0-9_]+) -->([^<]*)<!-- /n -->")
 DESCRIPTIONS = {
     "models": "models in the shipped catalog",
+    "chat_models": "models in the shipped catalog whose checkpoint is instruct / chat / hybrid / reasoning",
+    "refused_configs": "configs in sources/configs the last build refused, each with a reason (catalog meta)",
     "variants": "(model, quantization) variants in the shipped catalog",
     "published_scores": "published benchmark scores in the shipped catalog",
     "measurements": "measured probe rows in the shipped catalog",
@@ -51,6 +56,9 @@ def counts(catalog: Path = SHIPPED_CATALOG) -> dict[str, int]:
         n = {t: cat.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
              for t in ("models", "variants", "published_scores", "measurements")}
         rows = cat.con.execute("SELECT hardware_name, model_id FROM measurements WHERE status = 'ok'").fetchall()
+        # the same test as `catalog list` uses for its "instruct / chat / hybrid / reasoning" count
+        n["chat_models"] = sum(1 for s in cat.models().values() if s.checkpoint in CHAT_CHECKPOINTS)
+        n["refused_configs"] = len(json.loads(cat.meta().get(REFUSED_META_KEY, "[]")))
     finally:
         cat.close()
     on = [(match_profile(name, profiles), model) for name, model in rows]
