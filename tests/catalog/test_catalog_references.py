@@ -342,3 +342,21 @@ def test_qwen35_text_plus_vision_counts_match_the_published_checkpoint(model, pu
     rows = {r["model"]: r for r in csv.DictReader(open(SOURCES_DIR / "configs" / "sources.csv", newline=""))}
     config = json.loads((SOURCES_DIR / rows[model]["config_file"]).read_text())
     assert specs[model].params_total + _qwen35_vision_tower_params(config["vision_config"]) == published
+
+
+def test_deepseek_v4_flash_0731_trunk_is_v4_flashs(specs):
+    """DeepSeek-V4-Flash-0731's config (gogongxt/python@c1feefb scripts/models/deepseek_v4_flash_0731.md) differs
+    from DeepSeek-V4-Flash's only on the MTP side (3 dspark blocks: 46 compress_ratios entries, dspark_* keys); the
+    report's tensor table lists the trunk at V4-Flash's shapes. The catalog sizes the deepseek4 trunk only, so both
+    must give the same counts and the same GGUF tensor list."""
+    import json
+
+    cfg = lambda name: json.loads((SOURCES_DIR / "configs" / name).read_text())
+    new, old = cfg("deepseek-ai__DeepSeek-V4-Flash-0731.json"), cfg("deepseek-ai__DeepSeek-V4-Flash.json")
+    differing = {k for k in set(new) | set(old) if new.get(k) != old.get(k)}
+    assert differing == {"compress_ratios", "dspark_block_size", "dspark_noise_token_id", "dspark_target_layer_ids",
+                         "dspark_markov_rank"}
+    assert new["compress_ratios"][:old["num_hidden_layers"]] == old["compress_ratios"][:old["num_hidden_layers"]]
+    a, b = specs["deepseek-ai/DeepSeek-V4-Flash-0731"], specs["deepseek-ai/DeepSeek-V4-Flash"]
+    assert (a.params_total, a.params_active) == (b.params_total, b.params_active) == (284_334_567_511, 13_801_959_511)
+    assert list(gguf_tensor_types(a, "Q4_K_M", imatrix=False)) == list(gguf_tensor_types(b, "Q4_K_M", imatrix=False))
