@@ -360,3 +360,14 @@ def test_deepseek_v4_flash_0731_trunk_is_v4_flashs(specs):
     a, b = specs["deepseek-ai/DeepSeek-V4-Flash-0731"], specs["deepseek-ai/DeepSeek-V4-Flash"]
     assert (a.params_total, a.params_active) == (b.params_total, b.params_active) == (284_334_567_511, 13_801_959_511)
     assert list(gguf_tensor_types(a, "Q4_K_M", imatrix=False)) == list(gguf_tensor_types(b, "Q4_K_M", imatrix=False))
+
+
+
+def test_step35_flash_counts_match_the_published_checkpoint(specs):
+    """stepfun-ai/Step-3.5-Flash's vendored reference config (yevvonlim/Megatron-Bridge@2023060
+    tests/unit_tests/models/step3p5/_reference/config.json): 45 layers + 3 MTP blocks. AlexsJones/llmfit@d5e6dbf
+    hf_models.json parameters_raw (the Hub's safetensors count) is 199,384,301,376; the card: 196B total, 11B active."""
+    s = specs["stepfun-ai/Step-3.5-Flash"]
+    assert (s.num_layers, s.nextn_layers) == (45, 3)
+    assert s.params_total == 199_384_301_376
+    assert 11 * B <= s.params_active <= 15 * B
