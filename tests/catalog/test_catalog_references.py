@@ -364,8 +364,9 @@ def test_deepseek_v4_flash_0731_trunk_is_v4_flashs(specs):
 
 
 def test_step35_flash_counts_match_the_published_checkpoint(specs):
-    """stepfun-ai/Step-3.5-Flash's vendored reference config (yevvonlim/Megatron-Bridge@2023060
-    tests/unit_tests/models/step3p5/_reference/config.json): 45 layers + 3 MTP blocks. AlexsJones/llmfit@d5e6dbf
+    """stepfun-ai/Step-3.5-Flash's vendored reference config (the file of the Megatron-Bridge fork
+    yevvonlim/Megatron-Bridge tests/unit_tests/models/step3p5/_reference/config.json at commit 2023060): 45 layers +
+    3 MTP blocks. AlexsJones/llmfit@d5e6dbf
     hf_models.json parameters_raw (the Hub's safetensors count) is 199,384,301,376; the card: 196B total, 11B active."""
     s = specs["stepfun-ai/Step-3.5-Flash"]
     assert (s.num_layers, s.nextn_layers) == (45, 3)
