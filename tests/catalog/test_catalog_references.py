@@ -310,3 +310,65 @@ def test_gemma4_12b_matches_unsloth_q4_k_m_as_the_31b_does(specs):
     h31 = rest("google/gemma-4-31B-it", 18_323_733_440)
     assert HEADER_MIN_BYTES <= h12 <= HEADER_MAX_BYTES and HEADER_MIN_BYTES <= h31 <= HEADER_MAX_BYTES, (h12, h31)
     assert abs(h12 - h31) <= ALIGNMENT_SLACK_BYTES, (h12, h31)
+
+
+def _qwen35_vision_tower_params(vision: dict) -> int:
+    """Parameters of a Qwen3.5 vision_config tower as transformers builds it (Qwen3_5VisionModel: Conv3d patch
+    embedding with bias, learned position table, blocks of LayerNorm x2 + qkv / proj + fc1 / fc2 with biases, and the
+    patch merger LayerNorm + fc1 / fc2 over spatial_merge_size^2 patches). The catalog sizes the text model only."""
+    h, inter, depth = vision["hidden_size"], vision["intermediate_size"], vision["depth"]
+    out, m2 = vision["out_hidden_size"], vision["spatial_merge_size"] ** 2
+    block = (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h
+    merger = 2 * h + (h * m2) ** 2 + h * m2 + h * m2 * out + out
+    patch = h * vision["in_channels"] * vision["temporal_patch_size"] * vision["patch_size"] ** 2 + h
+    return depth * block + merger + patch + vision["num_position_embeddings"] * h
+
+
+@pytest.mark.parametrize("model, published", [
+    # the model-inspection report the 4B config was read from (search-tool file id 62526277802): 738 tensors,
+    # "参数总量: 4,659,865,088"; AlexsJones/llmfit@a3e0eb2 hf_models.json parameters_raw gives the same for
+    # Qwen/Qwen3.5-4B and -4B-Base
+    ("Qwen/Qwen3.5-4B", 4_659_865_088),
+    ("Qwen/Qwen3.5-4B-Base", 4_659_865_088),
+    # llmfit@a3e0eb2 parameters_raw (HF safetensors counts) for the two Qwen3.5 configs collected before
+    ("Qwen/Qwen3.5-9B", 9_653_104_368),
+    ("Qwen/Qwen3.5-0.8B", 873_438_784),
+])
+def test_qwen35_text_plus_vision_counts_match_the_published_checkpoint(model, published, specs):
+    """A Qwen3.5 checkpoint's published parameter count is the text model the catalog sizes (MTP layer included)
+    plus the vision tower of its vision_config, to the parameter."""
+    import json
+
+    rows = {r["model"]: r for r in csv.DictReader(open(SOURCES_DIR / "configs" / "sources.csv", newline=""))}
+    config = json.loads((SOURCES_DIR / rows[model]["config_file"]).read_text())
+    assert specs[model].params_total + _qwen35_vision_tower_params(config["vision_config"]) == published
+
+
+def test_deepseek_v4_flash_0731_trunk_is_v4_flashs(specs):
+    """DeepSeek-V4-Flash-0731's config (gogongxt/python@c1feefb scripts/models/deepseek_v4_flash_0731.md) differs
+    from DeepSeek-V4-Flash's only on the MTP side (3 dspark blocks: 46 compress_ratios entries, dspark_* keys); the
+    report's tensor table lists the trunk at V4-Flash's shapes. The catalog sizes the deepseek4 trunk only, so both
+    must give the same counts and the same GGUF tensor list."""
+    import json
+
+    cfg = lambda name: json.loads((SOURCES_DIR / "configs" / name).read_text())
+    new, old = cfg("deepseek-ai__DeepSeek-V4-Flash-0731.json"), cfg("deepseek-ai__DeepSeek-V4-Flash.json")
+    differing = {k for k in set(new) | set(old) if new.get(k) != old.get(k)}
+    assert differing == {"compress_ratios", "dspark_block_size", "dspark_noise_token_id", "dspark_target_layer_ids",
+                         "dspark_markov_rank"}
+    assert new["compress_ratios"][:old["num_hidden_layers"]] == old["compress_ratios"][:old["num_hidden_layers"]]
+    a, b = specs["deepseek-ai/DeepSeek-V4-Flash-0731"], specs["deepseek-ai/DeepSeek-V4-Flash"]
+    assert (a.params_total, a.params_active) == (b.params_total, b.params_active) == (284_334_567_511, 13_801_959_511)
+    assert list(gguf_tensor_types(a, "Q4_K_M", imatrix=False)) == list(gguf_tensor_types(b, "Q4_K_M", imatrix=False))
+
+
+
+def test_step35_flash_counts_match_the_published_checkpoint(specs):
+    """stepfun-ai/Step-3.5-Flash's vendored reference config (the file of the Megatron-Bridge fork
+    yevvonlim/Megatron-Bridge tests/unit_tests/models/step3p5/_reference/config.json at commit 2023060): 45 layers +
+    3 MTP blocks. AlexsJones/llmfit@d5e6dbf
+    hf_models.json parameters_raw (the Hub's safetensors count) is 199,384,301,376; the card: 196B total, 11B active."""
+    s = specs["stepfun-ai/Step-3.5-Flash"]
+    assert (s.num_layers, s.nextn_layers) == (45, 3)
+    assert s.params_total == 199_384_301_376
+    assert 11 * B <= s.params_active <= 15 * B
