@@ -2,7 +2,7 @@
 sources/measurements/h200-partial-offload-3.csv (h200-partial-offload.csv's layout plus `load_mode` and `instance`:
 rows of one device call share an instance, so their mmap / none pairs compare on the same host).
 
-    python3 bench/h200_tables_round7.py INSTANCE=FILE [INSTANCE=FILE ...]
+    python3 bench/h200_tables_loadmode.py INSTANCE=FILE [INSTANCE=FILE ...]
 
 FILE: a llama-bench -o jsonl output, or a text file whose lines starting with "{" are (bench/results/
 h200-round6-offload-loadmode.txt). Every figure is copied from the tool's line.
