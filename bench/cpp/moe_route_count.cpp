@@ -2,6 +2,10 @@
 // llama.cpp's scheduler copies only the experts a micro-batch uses from host-resident expert tensors
 // (ggml-backend.cpp ggml_backend_sched_compute_splits, MUL_MAT_ID inputs), so the copied bytes depend on this count.
 // Usage: moe_route_count FILE.gguf [n_tokens=512]   (all layers on the GPU; tokens std::rand() % n_vocab as llama-bench)
+// Checked on the development CPU (2026-12-03), built against llama-cpp-python 0.3.36's libllama / headers: a 12-layer
+// Qwen3-30B-A3B cut (expert width 64, Q8_0, the project's synthetic writer) gives 119, 41, 42, 34, 32, 34, 29, 25, 26,
+// 21, 25, 8 distinct experts in layers 0-11 (bench/synthetic_routing.py, other random tokens, 48 layers: 123, 59, 45,
+// 38, 34, 35, 27, 28, 24, 31, 21, 19). Not yet run on the GPU (bench/h200_round7.sh did not run).
 #include "llama.h"
 #include "ggml.h"
 #include "ggml-backend.h"
