@@ -33,6 +33,8 @@ def cb(t, ask, ud):
     return True
 CASES = {"qwen3moe-real": ("Qwen__Qwen3-30B-A3B", 12, 768, {}), "mixtral-real4": ("mistralai__Mixtral-8x7B-v0.1", 5, 14336, {}), "qwen2moe-real": ("Qwen__Qwen1.5-MoE-A2.7B-Chat", 12, 1408, {"shared_expert_intermediate_size": 5632}),
          "qwen3moe": ("Qwen__Qwen3-30B-A3B", 12, 64, {}),
+         # every layer (sources/measurements/synthetic-moe-routing.json, 2026-12-03): Qwen3-30B-A3B at width 64
+         "qwen3moe48": ("Qwen__Qwen3-30B-A3B", 48, 64, {}),
          "mixtral": ("mistralai__Mixtral-8x7B-v0.1", 12, 64, {}),
          "qwen2moe": ("Qwen__Qwen1.5-MoE-A2.7B-Chat", 12, 64, {"shared_expert_intermediate_size": 64}),
          "deepseek2": ("deepseek-ai__DeepSeek-V2-Lite", 12, 64, {})}

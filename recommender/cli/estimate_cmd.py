@@ -34,6 +34,9 @@ def estimate_command(
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV cache dtype (f16, q8_0, q4_0, fp8...)."),
     gpu_layers: Optional[int] = typer.Option(None, "--gpu-layers", min=0,
                                              help="llama.cpp n_gpu_layers for partial offload (default: all)."),
+    load_mode: str = typer.Option(C.LLAMA_CPP_DEFAULT_LOAD_MODE, "--load-mode",
+                                  help="llama.cpp load mode with --gpu-layers: mmap (its default) or none "
+                                       "(--no-mmap: host weights in pinned memory, faster prompt copies)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for this GPU profile; several: \"2x RTX 3090\", "
                                                           "\"RTX 4090,RTX 3090\"."),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="How many of the --gpu card."),
@@ -69,6 +72,8 @@ def estimate_command(
         offload = [e.name for e in ENGINE_SPECS if e.partial_offload]
         raise UserError(f"--gpu-layers (partial offload) is modelled for {', '.join(offload)}, not {eng}",
                         hint=f"drop --gpu-layers, or use --engine {offload[0]}")
+    if load_mode not in C.LLAMA_CPP_LOAD_MODES:
+        raise UserError(f"unknown --load-mode {load_mode!r}", hint=f"one of {', '.join(C.LLAMA_CPP_LOAD_MODES)}")
     ctx = parse_tokens(context)
     slo = Slo(ttft_ms=parse_latency_ms(slo_ttft, "--slo-ttft") if slo_ttft else None,
               tpot_ms=parse_latency_ms(slo_tpot, "--slo-tpot") if slo_tpot else None) if slo_ttft or slo_tpot else None
@@ -88,7 +93,8 @@ def estimate_command(
     predictor = Predictor.for_catalog(catalog, hw, load_profiles(), {spec.id: spec}, model_id=spec.id,
                                       machine=machine)
     config = Config(model=spec.id, quant=q, engine=eng, context_tokens=ctx, batch=batch, prompt_tokens=prompt_tokens,
-                    output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan)
+                    output_tokens=output_tokens, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan,
+                    load_mode=load_mode)
     variant = catalog.variants().get((spec.id, q))
     est = predictor.predict(spec, config, variant=variant)
     if machine is None and est.total_vram_bytes is not None and est.total_vram_bytes > hw.memory_bytes:

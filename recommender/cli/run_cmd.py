@@ -74,7 +74,7 @@ def run_command(
         target = local_target(plan, catalog, [])
     local = str(target.path) if target is not None and not getattr(target, "synthetic", False) else None
     q = Query.model_validate(answer["query"])
-    launch = launch_recipe(plan, q.hardware, q.machine, local_weights=local)
+    launch = launch_recipe(plan, q.hardware, q.machine, local_weights=local, load_mode=q.load_mode)
     cmd = next(c for c in launch.commands if c.tool == tool)
     if local is None and not launch.weights:
         raise UserError(f"no weights of {plan.model} at {plan.quant} on this machine, and {launch.weights_note}",

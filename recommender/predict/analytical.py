@@ -399,11 +399,29 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
                   runtime_basis, total)
 
 
+def routed_copy_fraction(spec: ModelSpec, moe, ub_tokens, gpu_layers: Optional[int],
+                         routed_experts_used: Optional[tuple[float, ...]] = None, vec: bool = False):
+    """Share of a host-resident routed-expert tensor one prompt micro-batch of ``ub_tokens`` copies to the GPU, and
+    why: ggml's scheduler copies only the experts the micro-batch routes to (ggml-backend.cpp
+    ggml_backend_sched_compute_splits). Independent routing, E(1-(1-k/E)^T) of E, unless ``routed_experts_used``
+    gives the measured count per layer (the host holds layers 0 .. n_host-1: llama.cpp offloads the last blocks)."""
+    if not any_true(moe):
+        return 0.0, ""
+    if routed_experts_used is not None and not vec:
+        n_host = spec.num_layers - max((gpu_layers or 1) - 1, 0) if gpu_layers is not None else spec.num_layers
+        used = routed_experts_used[:max(n_host, 1)]
+        mean = sum(used) / len(used)
+        return mean / spec.num_experts, f"measured {mean:.1f} of {spec.num_experts} experts per host layer"
+    e, k = where(moe, spec.num_experts, 1), spec.num_experts_per_tok
+    return 1 - (1 - k / e) ** ub_tokens, "E(1-(1-k/E)^T) per micro-batch of T tokens"
+
+
 def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, context_tokens: int,
              batch: int = 1, prompt_tokens: Optional[int] = None, output_tokens: int = 256,
              kv_dtype: Optional[str] = None, variant: Optional[Variant] = None,
              gpu_layers: Optional[int] = None, mem: Optional[Memory] = None,
-             kernel_factors: bool = True) -> Estimate:
+             kernel_factors: bool = True, load_mode: str = C.LLAMA_CPP_DEFAULT_LOAD_MODE,
+             routed_experts_used: Optional[tuple[float, ...]] = None) -> Estimate:
     """Estimate memory and latency of one candidate configuration on one GPU.
 
     ``variant`` (a catalog row) supplies the weight bytes, measured or estimated; without it they are computed
@@ -411,7 +429,15 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     layer and is offloaded first, then the last gpu_layers - 1 repeating blocks (docs/estimates.md §6.7). None, or
     num_layers + 1 or more, means every block and the output layer on the GPU. ``mem``: ``memory()`` of these same
     arguments, when the caller has it already (recommend's memory-first pre-pass). ``kernel_factors=False``: without
-    llama.cpp's per-type kernel speeds (constants.QUANT_KERNEL_SPEEDS; bench/quant_kernels.py derives them)."""
+    llama.cpp's per-type kernel speeds (constants.QUANT_KERNEL_SPEEDS; bench/quant_kernels.py derives them).
+    ``load_mode`` (llama.cpp partial offload): "mmap" (llama.cpp's default: host layers' weights stay in the mapped,
+    pageable file pages) or "none" (--no-mmap / -lm none: read into the GPU backend's pinned host buffer); the prompt's
+    host-to-GPU weight copies run at HOST_TO_GPU_COPY_BYTES_PER_S or HOST_TO_GPU_PINNED_COPY_BYTES_PER_S.
+    ``routed_experts_used``: measured distinct routed experts per layer (layer 0 first) in one prompt micro-batch, for
+    a file whose router is known not to spread tokens as a trained one does (the random-weight benchmark files); by
+    default a micro-batch's T tokens use E(1-(1-k/E)^T) of E experts per layer."""
+    if load_mode not in C.LLAMA_CPP_LOAD_MODES:
+        raise UserError(f"unknown llama.cpp load mode {load_mode!r}: one of {', '.join(C.LLAMA_CPP_LOAD_MODES)}")
     m = mem or memory(spec, quant, engine, hw, context_tokens=context_tokens, batch=batch,
                       prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant,
                       gpu_layers=gpu_layers)
@@ -500,19 +526,28 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         # decode: the host layers are read from host RAM, one step after the GPU's (sequential layers)
         host_dec_ms = host_step / (C.HOST_MEMORY_BANDWIDTH.value * C.HOST_DECODE_BW_EFFICIENCY.value) * 1e3
         # prefill: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights to the
-        # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer)
-        # (an MoE's routed experts reach the GPU at their own measured rate, HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S)
+        # GPU over PCIe and multiplies there; smaller micro-batches run on the CPU (not modelled: prompts are longer).
+        # Of a host-resident expert tensor only the experts the micro-batch routes to are copied (ggml-backend.cpp
+        # ggml_backend_sched_compute_splits, MUL_MAT_ID inputs). The copy rate is the load mode's: mmap'd pages are
+        # pageable (staged by the driver), -lm none puts them in cudaMallocHost memory (llama-model.cpp
+        # make_cpu_buft_list; llama-model-loader.cpp "avoid using a host buffer when using mmap").
         ubatches = r.offload_copies(prompt_tokens * batch)
         host_dense = maximum(host_layer_bytes - host_expert, 0.0)
-        host_pre_ms = (host_dense / C.HOST_TO_GPU_COPY_BYTES_PER_S.value
-                       + host_expert / C.HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S.value) * ubatches * 1e3
+        ub_tokens = minimum(prompt_tokens * batch, r.offload_ubatch_tokens())
+        used_frac, used_why = routed_copy_fraction(spec, moe, ub_tokens, gpu_layers, routed_experts_used, vec)
+        pinned = load_mode == "none"
+        rate = C.HOST_TO_GPU_PINNED_COPY_BYTES_PER_S if pinned else C.HOST_TO_GPU_COPY_BYTES_PER_S
+        host_copy = host_dense + host_expert * used_frac
+        host_pre_ms = host_copy / rate.value * ubatches * 1e3
         if not vec:
-            experts = (f" (of which routed experts {host_expert / 1e9:.2f} GB at HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S "
-                       f"{C.HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S.value / 1e9:.1f} GB/s, the rest at "
-                       f"HOST_TO_GPU_COPY_BYTES_PER_S)" if host_expert else " / HOST_TO_GPU_COPY_BYTES_PER_S")
+            experts = (f" (routed experts {host_expert / 1e9:.2f} GB x {used_frac:.2f} used: {used_why})"
+                       if host_expert else "")
+            rate_name = "HOST_TO_GPU_PINNED_COPY_BYTES_PER_S" if pinned else "HOST_TO_GPU_COPY_BYTES_PER_S"
             basis["offload_latency"] = (f"decode + host bytes/(HOST_MEMORY_BANDWIDTH x HOST_DECODE_BW_EFFICIENCY) = "
-                                        f"{host_dec_ms:.2f} ms; prefill + host layer bytes x {ubatches} micro-batches"
-                                        f"{experts} = {host_pre_ms:.1f} ms [{C.HOST_MEMORY_BANDWIDTH.source}]")
+                                        f"{host_dec_ms:.2f} ms; prefill + {host_copy / 1e9:.2f} GB of host weights"
+                                        f"{experts} x {ubatches} micro-batches at {rate_name} "
+                                        f"{rate.value / 1e9:.1f} GB/s (load mode {load_mode}) = {host_pre_ms:.1f} ms "
+                                        f"[{C.HOST_MEMORY_BANDWIDTH.source}; {rate.source}]")
 
     ttft = tpot = None
     kvq_gpu_ms = cols_gpu_ms = 0.0

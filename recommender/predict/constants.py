@@ -30,13 +30,17 @@ MIB = 1024**2
 # v6: the generated terms refitted on the code that reads them (their new --check found both stale): MoE decode
 # 0.0239 -> 0.0298 ms/layer (fitted before the H200 kernel factors existed), H200 prefill factors +0.05-0.1 %;
 # v7 (issue 24, branch plan24): an MoE's host-resident routed experts reach the GPU for each prompt micro-batch at
-# HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S (26.2 GB/s, fitted on the H200 rows), not the dense blocks' 6.5 GB/s;
+# HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S (26.2 GB/s, fitted on the H200 rows; removed in v11), not the dense 6.5 GB/s;
 # v8 (issue 25, branch pred25): the MoE decode time counts the layers with an MoE block (counts.moe_layers: a Mamba-2
 # hybrid's E letters), not every layer; v9 (issue 25, branch pred25): a llama.cpp layer split adds each device's own
 # per-token step (engines.llama_cpp.LLAMA_CPP_SPLIT_DEVICE_STEP_MS, fitted on the published multi-GPU tg512 rows);
 # v10 (issue 25, branch pred25b): the generated terms refitted with H200 round 5's MoE rows (bench/gpu_loo.py
-# --write: MoE prefill matmul factor 2.15 -> 2.24)
-ESTIMATE_FORMULA_VERSION = "estimate-v10"
+# --write: MoE prefill matmul factor 2.15 -> 2.24); v11 (issue 25, branch h-cal): llama.cpp's load mode is a plan
+# setting (mmap, its default, or none = --no-mmap): a prompt micro-batch copies the host layers' weights at the
+# pageable rate (mmap'd file pages, HOST_TO_GPU_COPY_BYTES_PER_S) or the pinned one (cudaMallocHost,
+# HOST_TO_GPU_PINNED_COPY_BYTES_PER_S), and of a routed-expert tensor only the experts the micro-batch uses,
+# E(1-(1-k/E)^T) of E (v7's 26.2 GB/s "expert copy rate" was the synthetic files' concentrated routing at 6.5 GB/s)
+ESTIMATE_FORMULA_VERSION = "estimate-v11"
 
 
 @dataclass(frozen=True)
@@ -95,13 +99,16 @@ HOST_TO_GPU_COPY_BYTES_PER_S = Const(6.5e9, "bytes/s", "measured (docs/estimates
                                       "prompt: TTFT 430.3 ms at n_gpu_layers=14 against 61.0 ms with every layer, for "
                                       "2,288 MiB of host-resident (mmap'd, pageable) weights copied once = 6.5 GB/s, "
                                       "far below PCIe's 31.5-63 GB/s")
-HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S = Const(
-    26.2e9, "bytes/s", "measured (docs/estimates.md 6.7, bench/offload_check.py --fit): llama-bench pp512 of a "
-    "synthetic Qwen3-30B-A3B Q4_K_M on the NVIDIA H200 host at -ngl 37/25/13 (sources/measurements/"
-    "h200-partial-offload.csv): prompt time over the all-on-GPU row less the dense host bytes at "
-    "HOST_TO_GPU_COPY_BYTES_PER_S, against the host-resident routed-expert bytes (4.39 / 8.78 / 13.17 GB), least "
-    "squares through the origin = 26.2 GB/s (prompt times then within -37 / -5 / +9 %, were +98 / +220 / +278 % at 6.5 GB/s); 4x the dense layers' rate, mechanism not settled. Below PCIe 4.0 "
-    "x16's 31.5 GB/s, so a desktop card's link can carry it; a PCIe 3.0 card's cannot (15.8 GB/s), not modelled")
+# llama.cpp's load mode (llama-bench -lm, llama-cli / llama-server --no-mmap): where the host layers' weights live.
+LLAMA_CPP_LOAD_MODES = ("mmap", "none")
+LLAMA_CPP_DEFAULT_LOAD_MODE = "mmap"  # llama.cpp's default ("auto": mmap where the devices support it)
+HOST_TO_GPU_PINNED_COPY_BYTES_PER_S = Const(
+    32.6e9, "bytes/s", "measured (bench/offload_check.py --fit, sources/measurements/h200-partial-offload-3.csv): "
+    "llama-bench -lm none pp512 of a synthetic Qwen3-30B-A3B Q4_K_M on the NVIDIA H200 host at -ngl 37 / 25, the "
+    "prompt time over the all-on-GPU row against the bytes one micro-batch copies (host blocks' dense weights + the "
+    "experts its router uses, sources/measurements/synthetic-moe-routing.json), least squares through the origin; "
+    "the same rows in mmap mode give 7.1-7.5 GB/s. The H200 host's link is PCIe 5.0 x16 (63 GB/s); a PCIe 4.0 "
+    "card's (31.5 GB/s) is not modelled")
 GGML_CUDA_OFFLOAD_MIN_BATCH = Const(32, "tokens", "ggml-cuda.cu ggml_backend_cuda_device_offload_op: get_op_batch_size"
                                                    "(op) >= op_offload_min_batch_size, default 32 (env "
                                                    "GGML_OP_OFFLOAD_MIN_BATCH; a hard-coded 32 in older releases)")

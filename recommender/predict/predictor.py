@@ -32,6 +32,7 @@ from pydantic import Field, computed_field
 from recommender.core.records import Figure, HardwareProfile, Measurement, ModelSpec, Provenance, Variant
 from recommender.hardware.multi import MultiGpu
 from recommender.hardware.profiles import hardware_key, has_hardware_key
+from recommender.predict import constants as C
 from recommender.predict.analytical import Estimate, Memory, memory, RunShape, estimate
 from recommender.predict.calibrated import Calibrator, load_calibrator
 from recommender.predict.serving import Slo, serve_figures
@@ -69,6 +70,7 @@ class Config:
     kv_dtype: Optional[str] = None  # None: the engine's default
     gpu_layers: Optional[int] = None  # llama.cpp partial offload; None = every layer on the GPU
     split: Optional[SplitPlan] = None  # spread over the Predictor's multi-GPU machine; None = one GPU
+    load_mode: str = C.LLAMA_CPP_DEFAULT_LOAD_MODE  # llama.cpp partial offload: mmap (its default) or none (--no-mmap)
 
 
 class Prediction(RunShape):
@@ -249,7 +251,7 @@ class Predictor:
         else:
             est = estimate(spec, c.quant, c.engine, self.hw, context_tokens=c.context_tokens, batch=c.batch,
                            prompt_tokens=c.prompt_tokens, output_tokens=c.output_tokens, kv_dtype=c.kv_dtype,
-                           variant=variant, gpu_layers=c.gpu_layers, mem=mem)
+                           variant=variant, gpu_layers=c.gpu_layers, mem=mem, load_mode=c.load_mode)
         return self.refine(est, spec, record=record, extra=extra)
 
     def offload_fit(self, spec: ModelSpec, c: Config, budget_bytes: float,

@@ -302,6 +302,19 @@ def leave_one_gpu_out(points: list[Point], family_of, gpus=None) -> list[tuple[P
 PARTIAL_OFFLOAD_ROWS = SOURCES_DIR / "measurements" / "h200-partial-offload.csv"
 # round 5 (bench/h200_round5.sh, 2026-12-02): MoE Qwen1.5-MoE-A2.7B-Chat and Mixtral-8x7B-v0.1, same layout
 PARTIAL_OFFLOAD_ROWS_ROUND5 = SOURCES_DIR / "measurements" / "h200-partial-offload-2.csv"
+# rounds 6-7 (bench/h200_round6.sh OFFLOAD=1, bench/h200_round7.sh): the same command in both llama.cpp load modes
+# (-lm mmap / none), a `load_mode` and an `instance` column (rows of one device call share a host)
+PARTIAL_OFFLOAD_ROWS_LOAD_MODE = SOURCES_DIR / "measurements" / "h200-partial-offload-3.csv"
+PARTIAL_OFFLOAD_FILES = (PARTIAL_OFFLOAD_ROWS, PARTIAL_OFFLOAD_ROWS_ROUND5, PARTIAL_OFFLOAD_ROWS_LOAD_MODE)
+# distinct routed experts per layer that one 512-token micro-batch of the synthetic (random-weight) files uses
+SYNTHETIC_ROUTING = SOURCES_DIR / "measurements" / "synthetic-moe-routing.json"
+
+
+def synthetic_routing(path: Path = SYNTHETIC_ROUTING) -> dict[str, tuple[int, ...]]:
+    """model id -> measured distinct experts per layer (layer 0 first) in one 512-token prompt micro-batch of its
+    synthetic file (the writer's random routers concentrate the tokens on fewer experts with depth: a trained router
+    would use nearly all of them, E(1-(1-k/E)^512))."""
+    return {d["model_id"]: tuple(d["distinct_experts_per_layer"]) for d in json.loads(path.read_text(encoding="utf-8"))}
 
 
 @dataclass(frozen=True)
@@ -322,15 +335,19 @@ class OffloadPoint:
 def partial_offload_points(specs: dict[str, ModelSpec], hw: HardwareProfile,
                            path: Path = PARTIAL_OFFLOAD_ROWS) -> list[OffloadPoint]:
     """The H200 partial-offload rows (llama-bench -ngl N) with their estimates: n_gpu_layers above the model's block
-    count means every layer on the GPU (gpu_layers None)."""
+    count means every layer on the GPU (gpu_layers None). A row without a load_mode ran llama.cpp's default (mmap);
+    a synthetic MoE file's prefill copies the experts its router was measured to use (SYNTHETIC_ROUTING)."""
     out = []
+    routes = synthetic_routing()
     with path.open(newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             spec, ngl, n = specs[r["model_id"]], int(r["n_gpu_layers"]), int(r["test"][2:])
             g = ngl if ngl <= spec.num_layers else None
             decode = r["test"].startswith("tg")
+            used = routes.get(r["model_id"]) if r.get("synthetic") == "True" else None
             est = estimate(spec, r["quant"], "llama.cpp", hw, context_tokens=4096, prompt_tokens=1 if decode else n,
-                           output_tokens=n if decode else 1, gpu_layers=g)
+                           output_tokens=n if decode else 1, gpu_layers=g,
+                           load_mode=r.get("load_mode") or "mmap", routed_experts_used=used)
             ts = float(r["tokens_per_s"])
             out.append(OffloadPoint(r, decode, 0 if g is None else spec.num_layers - (g - 1),
                                     1e3 / ts if decode else n / ts * 1e3, est))

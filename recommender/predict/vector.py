@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from recommender.core.records import ModelSpec, Variant
+from recommender.predict import constants as C
 from recommender.predict.analytical import estimate, memory
 from recommender.predict.predictor import Config
 from recommender.predict.serving import Slo, serve_point
@@ -116,12 +117,14 @@ def _f(x, n: int) -> np.ndarray:
 def predict_group(predictor, spec: Columns, variant: Optional[Columns], quant: str, engine: str,
                   context_tokens: np.ndarray, batch: int, prompt_tokens: np.ndarray, output_tokens: np.ndarray,
                   kv_dtype: Optional[str] = None, gpu_layers: Optional[np.ndarray] = None,
-                  rows: Optional[list[tuple[ModelSpec, Optional[Variant]]]] = None) -> Table:
+                  rows: Optional[list[tuple[ModelSpec, Optional[Variant]]]] = None,
+                  load_mode: Optional[str] = None) -> Table:
     """The figures of configurations sharing quantization, engine, KV dtype and batch on the predictor's (one) GPU:
     row i is the model ``spec`` holds at row i (with its catalog row ``variant``) at ``context_tokens[i]``,
     ``prompt_tokens[i]``, ``output_tokens[i]`` and, with ``gpu_layers``, llama.cpp's n_gpu_layers[i] (1 ..
     num_layers). The same figures as ``Predictor.predict`` of each configuration (module docstring). ``rows``: each
-    row's (model, variant) records, for the rows a measured probe row matches (predicted one by one)."""
+    row's (model, variant) records, for the rows a measured probe row matches (predicted one by one). ``load_mode``:
+    llama.cpp's (partial offload's prompt copies; None: its default, mmap)."""
     import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
     n = len(context_tokens)
     ctx = np.asarray(context_tokens, dtype=np.int64)
@@ -132,7 +135,8 @@ def predict_group(predictor, spec: Columns, variant: Optional[Columns], quant: s
     m = memory(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt, output_tokens=out,
                kv_dtype=kv_dtype, variant=variant, gpu_layers=gl)
     est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
-                   output_tokens=out, kv_dtype=kv_dtype, variant=variant, gpu_layers=gl, mem=m)
+                   output_tokens=out, kv_dtype=kv_dtype, variant=variant, gpu_layers=gl, mem=m,
+                   load_mode=load_mode or C.LLAMA_CPP_DEFAULT_LOAD_MODE)
     ttft, tpot = _f(est.ttft_ms, n), _f(est.tpot_ms, n)
     vram = _f(est.total_vram_bytes, n)
     est_p = np.array(["estimated"] * n, dtype=object)

@@ -190,7 +190,8 @@ class CandidateBuilder:
                     "score": None, "score_parts": {}, "latency_ms": lat, "excluded": reasons}
 
         config = Config(model=mid, quant=quant, engine=engine, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
-                        output_tokens=n_out, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan)
+                        output_tokens=n_out, kv_dtype=kv_dtype, gpu_layers=gpu_layers, split=plan,
+                        load_mode=q.load_mode)
         mem = None
         if screen and plan is None:
             budget = hw.memory_bytes if q.machine is not None else q.vram_bytes
@@ -583,7 +584,7 @@ class KeyTable:
             prompt = np.minimum(wl.prompt_tokens, np.maximum(ctx - n_out, 1))
             gl = np.array([keys[i].gpu_layers for i in rows]) if offload else None  # llama.cpp n_gpu_layers
             t = predict_group(b.predictor, spec, variant, quant, engine, ctx, batch, prompt, n_out, kv_dtype=kv,
-                              gpu_layers=gl, rows=pairs)
+                              gpu_layers=gl, rows=pairs, load_mode=q.load_mode)
             known = ~np.isnan(t.ttft_ms) & ~np.isnan(t.tpot_ms)
             vis = t.ttft_ms
             if b.slo is None:  # a reasoning checkpoint's visible answer starts after its reasoning tokens

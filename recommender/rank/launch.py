@@ -339,14 +339,21 @@ _RECIPES = {
 
 
 def launch_recipe(c, hw: HardwareProfile, machine: Optional[MultiGpu] = None,
-                  local_weights: Optional[str] = None) -> Launch:
+                  local_weights: Optional[str] = None, load_mode: str = "mmap") -> Launch:
     """The launch recipe of a candidate (a Prediction: model, quant, engine, context, batch, KV dtype, GPU layers,
     split) planned for ``hw`` (one GPU of ``machine`` when it has several). ``local_weights``: a file or folder on
-    this machine to run instead of a download."""
+    this machine to run instead of a download. ``load_mode`` "none": a llama.cpp partial-offload plan runs with
+    --no-mmap (its prompt copies were priced at the pinned rate)."""
     catalog_bytes = c.figures["weights_bytes"].value if "weights_bytes" in c.figures else None
     weights = weights_for(c.model, c.quant, c.engine, catalog_bytes)
     w = weights[0] if weights else None
     note = "" if weights else (f"no known public file of {c.model} at {c.quant} for {c.engine} "
                                f"(sources/weights/repos.csv): quantize it yourself or bring your own")
     cmds = _RECIPES[c.engine](c, hw, machine, w, local_weights)
+    if load_mode == "none" and getattr(c, "gpu_layers", None) is not None:
+        for cmd in cmds:
+            if cmd.tool in ("llama-server", "llama-cli"):
+                cmd.argv.append("--no-mmap")
+            elif cmd.tool == "llama_cpp.server":
+                cmd.argv += ["--use_mmap", "false"]
     return Launch(engine=c.engine, weights=weights, weights_note=note, commands=cmds)

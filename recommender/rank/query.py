@@ -34,6 +34,7 @@ class Query(Strict):
     top: int = 10
     # host RAM partial offload may use (llama.cpp n_gpu_layers below all): None = no offload candidates
     host_ram_bytes: Optional[int] = None
+    load_mode: str = "mmap"  # llama.cpp's load mode for partial-offload plans: mmap (its default) or none (--no-mmap)
     # the task accuracy the score ranks on (recommender.rank.quality.ranked_accuracy): neutral = the point value,
     # moderate = its 16th percentile, averse = its 5th percentile
     risk: Literal["neutral", "moderate", "averse"] = "moderate"

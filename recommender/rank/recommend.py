@@ -104,9 +104,10 @@ def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, 
     evidence = evidence_rows(builder.tasks, ranked[:EVIDENCE_ROWS], tuple(q.workload.accuracy_tasks)) if value else []
     for c in ranked:  # the rows shown: how to run each (recommender.rank.launch), from a file found here if any
         c.launch = launch_recipe(c, q.hardware, q.machine,
-                                 local_weights=local_weights.get((c.model, c.quant, engine_spec(c.engine).file_format)))
+                                 local_weights=local_weights.get((c.model, c.quant, engine_spec(c.engine).file_format)),
+                                 load_mode=q.load_mode)
     for c in (*strongest, *([alt] if alt is not None else [])):
-        c.launch = launch_recipe(c, q.hardware, q.machine)
+        c.launch = launch_recipe(c, q.hardware, q.machine, load_mode=q.load_mode)
     notes = _notes(builder, q, answer, ranked, evidence) + ([alt_note] if alt_note is not None else [])
     offload = sum(k.gpu_layers is not None for k in keys)
     return Recommendation(query=q, candidates=ranked, excluded=strongest,

@@ -284,10 +284,11 @@ def test_partial_offload_is_ranked_when_host_ram_holds_the_rest(catalog):
 
 
 def test_an_moe_offload_plan_over_the_ttft_limit_is_shown_beside_the_answer(catalog):
-    """C with --max-latency 800ms: the 30B-A3B at >= 4 bits with blocks in host RAM copies their experts to the GPU
-    for each 512-token micro-batch (HOST_TO_GPU_EXPERT_COPY_BYTES_PER_S), about 1.1 s for a 1024-token prompt: over the
-    limit, so not ranked, but shown beside the answer with what it costs (over by X ms) and gives (tok/s, accuracy)."""
-    opts = QueryOptions(vram=None, max_latency="800ms", latency_metric=LatencyMetricOpt("ttft"), workload="chat",
+    """C with --max-latency 1500ms: the 30B-A3B at >= 4 bits with blocks in host RAM copies their experts to the GPU
+    for each 512-token micro-batch (all of them: a trained router uses nearly every expert in 512 tokens) at the mmap'd
+    pages' HOST_TO_GPU_COPY_BYTES_PER_S, about 2.5 s for a 1024-token prompt: over the limit, so not ranked, but shown
+    beside the answer with what it costs (over by X ms) and gives (tok/s, accuracy)."""
+    opts = QueryOptions(vram=None, max_latency="1500ms", latency_metric=LatencyMetricOpt("ttft"), workload="chat",
                         context=None, batch=None, prompt_tokens=None, output_tokens=None, weights=None,
                         missing=MissingOpt.worst, gpu="RTX 3060 12GB",
                         model=["Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-8B"], engine=["llama.cpp"],
@@ -295,17 +296,41 @@ def test_an_moe_offload_plan_over_the_ttft_limit_is_shown_beside_the_answer(cata
     q, _ = build_query(opts, "value")
     cands = enumerate_candidates(catalog, q)
     ranked, _, _ = rank(cands, q)
-    assert ranked and all(c.ttft_ms <= 800 for c in ranked)
+    assert ranked and all(c.ttft_ms <= 1500 for c in ranked)
     alt = over_limit_alternative(cands, ranked, q)
     assert alt is not None and alt.gpu_layers is not None and alt.params_total >= 30e9 and alt.quant == "IQ4_XS"
-    assert 800 < alt.ttft_ms <= OVER_LIMIT_ALTERNATIVE_FACTOR * 800
-    assert alt.excluded == [f"TTFT {alt.ttft_ms:.0f} ms exceeds the limit of 800 ms"]
+    assert 1500 < alt.ttft_ms <= OVER_LIMIT_ALTERNATIVE_FACTOR * 1500
+    assert alt.excluded == [f"TTFT {alt.ttft_ms:.0f} ms exceeds the limit of 1500 ms"]
     rec = recommend(catalog, q)
     note = next(n for n in rec.notes if n.startswith("over the limit"))
-    assert f"over the 800 ms limit by {alt.ttft_ms - 800:.0f} ms" in note and "tok/s" in note
+    assert f"over the 1500 ms limit by {alt.ttft_ms - 1500:.0f} ms" in note and "tok/s" in note
     assert rec.alternatives and rec.alternatives[0].quant == "IQ4_XS" and rec.alternatives[0].launch
     # no latency limit: nothing beside the answer (every plan is ranked)
     q2, _ = build_query(opts._replace(max_latency=None), "value")
     c2 = enumerate_candidates(catalog, q2)
     r2, _, _ = rank(c2, q2)
     assert over_limit_alternative(c2, r2, q2) is None
+
+
+def test_the_load_mode_of_an_offload_plan_sets_its_prompt_copies_and_launch(catalog):
+    """recommend --load-mode none: the same 30B-A3B partial-offload plan on a 12 GB card prefills faster (host
+    weights in pinned memory: 32.6 vs 6.5 GB/s, the ratio measured on the H200 host, -lm none 3.1x faster than mmap
+    at -ngl 25 on Qwen3-30B-A3B, sources/measurements/h200-partial-offload-3.csv), decodes the same, and its
+    llama.cpp commands carry --no-mmap; mmap (llama.cpp's default) is what recommend plans without the option."""
+    from recommender.rank.recommend import recommend
+
+    def top(mode):
+        opts = QueryOptions(vram=None, max_latency=None, latency_metric=LatencyMetricOpt("ttft"), workload="chat",
+                            context=None, batch=None, prompt_tokens=None, output_tokens=None, weights=None,
+                            missing=MissingOpt.worst, gpu="RTX 3060 12GB", model=["Qwen/Qwen3-30B-A3B-Instruct-2507"],
+                            engine=["llama.cpp"], quant=["Q4_K_M"], top=1, per_model=1, catalog_path=None, ram="64",
+                            load_mode=mode)
+        q, _ = build_query(opts, "value")
+        return recommend(catalog, q).candidates[0]
+
+    base, mmap, none = top(None), top("mmap"), top("none")
+    assert mmap.gpu_layers is not None and none.gpu_layers == mmap.gpu_layers
+    assert base.ttft_ms == mmap.ttft_ms and none.tpot_ms == mmap.tpot_ms
+    assert 2.0 < mmap.ttft_ms / none.ttft_ms < 32.6 / 6.5
+    argv = {c.tool: c.argv for c in none.launch.commands}
+    assert "--no-mmap" in argv["llama-server"] and "--no-mmap" not in {a for c in mmap.launch.commands for a in c.argv}

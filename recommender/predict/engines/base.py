@@ -107,6 +107,10 @@ class EngineRules(ABC):
         """Steps a prefill of ``tokens`` runs in (llama.cpp: micro-batches); 1: the whole prompt at once."""
         return 1
 
+    def offload_ubatch_tokens(self) -> int:
+        """Tokens of one prompt micro-batch (partial offload: each copies the host layers' weights once)."""
+        raise NotImplementedError(f"{self.name} has no partial offload (EngineSpec.partial_offload)")
+
     def offload_copies(self, tokens: int) -> int:
         """Host-to-GPU copies of the host layers' weights a prefill of ``tokens`` makes (partial offload)."""
         raise NotImplementedError(f"{self.name} has no partial offload (EngineSpec.partial_offload)")

@@ -418,6 +418,9 @@ class LlamaCppRules(EngineRules):
     def prefill_chunks(self, tokens: int) -> int:
         return llama_cpp_prefill_chunks(tokens)
 
+    def offload_ubatch_tokens(self) -> int:
+        return int(LLAMA_CPP_N_UBATCH.value)
+
     def offload_copies(self, tokens: int) -> int:
         # partial offload: every micro-batch of >= GGML_CUDA_OFFLOAD_MIN_BATCH tokens copies the host layers' weights
         # to the GPU (ggml-cuda.cu ggml_backend_cuda_device_offload_op)
