@@ -38,6 +38,7 @@ from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.serving import Slo, goodput_from
 from recommender.rank.candidates import Candidate, CandidateBuilder, skips_base
+from recommender.search.tpe import tpe_sampler
 from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
 from recommender.score.order import SCORE_DECIMALS, cost_columns, costs as _costs, value_scale
 from recommender.score.weighted import CRITERIA, ValueScale, missing_fill, norm_stats, norm_value, score_arrays
@@ -583,7 +584,8 @@ def make_sampler(pareto: bool, seed: int, n_startup: int):
     # within 10 % of the grid, against 34 of 42 with group=True; docs/tune.md). Until 2026-12-01 it was left to the
     # default (Optuna 5.0.0 here and in CI) while sampler_settings reported univariate. Univariate costs about twice as much per trial here (every
     # parameter splits the whole history again): 2,000 trials of a 2-model space 59 s against 31 s.
-    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup, multivariate=True, **cf)
+    # recommender.search.tpe: Optuna's TPESampler drawing the same samples, its split of the history made once a trial
+    return tpe_sampler(optuna, seed=seed, n_startup_trials=n_startup, multivariate=True, **cf)
 
 
 def sampler_settings(pareto: bool, n_startup: int) -> dict[str, Any]:
