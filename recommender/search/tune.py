@@ -20,6 +20,7 @@ Optuna is imported lazily (the ``tune`` extra); nothing here is imported by `rec
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -37,7 +38,7 @@ from recommender.core.records import Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.serving import Slo, goodput_from
-from recommender.rank.candidates import Candidate, CandidateBuilder, skips_base
+from recommender.rank.candidates import Candidate, CandidateBuilder, OverBudget, skips_base
 from recommender.search.tpe import tpe_sampler
 from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
 from recommender.score.order import SCORE_DECIMALS, cost_columns, costs as _costs, value_scale
@@ -422,7 +423,7 @@ class PredictedEvaluator:
 
         table = self.builder.table(configs)
         n = len(configs)
-        table.fill(np.arange(n))  # the quality figures each configuration's costs read
+        table.fill(np.flatnonzero(table.vectorized))  # the quality figures each configuration's costs read
         cols = table.columns()
         # score.order.costs of each configuration's Row, as columns (the same keys, in the same order; NaN: None)
         method = self.q.normalization
@@ -435,12 +436,20 @@ class PredictedEvaluator:
                  **{k: np.array(table.arrays[k], dtype=float) for k in SERVE_NAMES}}
         feasible = ~table.excluded
         outcomes: dict[int, Outcome] = {}
-        for i in np.flatnonzero(~table.vectorized).tolist():
+        later: dict[int, Callable[[], Outcome]] = {}
+        for i in np.flatnonzero(~table.vectorized).tolist():  # one by one: memory first, as recommend screens
             c = configs[i]
-            self._cache.setdefault(c.key(), table.row(i))  # the record fill built: not built again
+            if self.q.machine is None:
+                cand = self.builder.build(c.model, c.quant, c.engine, c.context_tokens, c.batch,
+                                          kv_dtype=c.kv_dtype, gpu_layers=c.gpu_layers, screen=True)
+                if isinstance(cand, OverBudget):  # infeasible whatever its latency: its Outcome when asked for
+                    feasible[i] = False
+                    later[i] = functools.partial(self, c)
+                    continue
+                self._cache.setdefault(c.key(), cand)
             outcomes[i] = o = self(c)
             feasible[i] = o.status == "feasible"
-        return Grid(configs, feasible, costs, serve, outcomes)
+        return Grid(configs, feasible, costs, serve, outcomes, later)
 
     def __call__(self, c: TuneConfig, **_: Any) -> Outcome:
         cand = self.candidate(c)
@@ -479,18 +488,25 @@ def _none(v: float) -> Optional[float]:
 class Grid:
     """The exhaustive grid as columns: its configurations (GridKey), whether each is feasible, its costs
     (score.order.costs' keys: criterion -> array, NaN = None) and serving figures, and the full Outcome of the
-    configurations evaluated one by one (``outcomes``: index -> Outcome, their costs also in the columns).
-    Iterating gives (configuration, outcome) pairs, the outcome built on the way (:meth:`outcome`)."""
+    configurations evaluated one by one (``outcomes``: index -> Outcome, their costs also in the columns). ``later``:
+    infeasible configurations whose Outcome is computed when :meth:`outcome` asks for it (the memory screen
+    excluded them; their columns are NaN until then). Iterating gives (configuration, outcome) pairs, the outcome
+    built on the way."""
 
-    def __init__(self, configs: list, feasible, costs: dict, serve: dict, outcomes: dict[int, Outcome]) -> None:
+    def __init__(self, configs: list, feasible, costs: dict, serve: dict, outcomes: dict[int, Outcome],
+                 later: Optional[dict[int, Callable[[], Outcome]]] = None) -> None:
+        self.configs, self.feasible, self.costs, self.serve = configs, feasible, costs, serve
+        self.outcomes, self.later = outcomes, later or {}
+        for i, o in outcomes.items():
+            self._put(i, o)
+
+    def _put(self, i: int, o: Outcome) -> None:
         import numpy as np  # noqa: PLC0415
 
-        self.configs, self.feasible, self.costs, self.serve, self.outcomes = configs, feasible, costs, serve, outcomes
-        for i, o in outcomes.items():  # the columns hold every configuration's numbers
-            for cols, vals in ((costs, o.costs), (serve, o.serve)):
-                for k, a in cols.items():
-                    v = vals.get(k)
-                    a[i] = np.nan if v is None else v
+        for cols, vals in ((self.costs, o.costs), (self.serve, o.serve)):  # the columns hold its numbers
+            for k, a in cols.items():
+                v = vals.get(k)
+                a[i] = np.nan if v is None else v
 
     @classmethod
     def of(cls, pairs: list[tuple[Any, Outcome]]) -> "Grid":
@@ -514,6 +530,11 @@ class Grid:
         o = self.outcomes.get(i)
         if o is not None:
             return o
+        make = self.later.pop(i, None)
+        if make is not None:
+            o = self.outcomes[i] = make()
+            self._put(i, o)
+            return o
         return GridOutcome("feasible" if self.feasible[i] else "infeasible",
                            {k: _none(a[i].item()) for k, a in self.costs.items()},
                            {k: _none(a[i].item()) for k, a in self.serve.items()})
@@ -525,6 +546,8 @@ class Grid:
 
     def cost_rows(self, idx) -> list[dict[str, Optional[float]]]:
         """The costs of configurations ``idx`` as score.order.costs' dicts."""
+        for i in set(idx.tolist()) & self.later.keys():
+            self.outcome(i)
         lists = {k: a[idx].tolist() for k, a in self.costs.items()}
         out = []
         for j, i in enumerate(idx.tolist()):
@@ -533,6 +556,8 @@ class Grid:
         return out
 
     def cost(self, name: str, i: int) -> Optional[float]:
+        if i in self.later:
+            self.outcome(i)
         a = self.costs.get(name)
         return None if a is None else _none(a[i].item())
 
