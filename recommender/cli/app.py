@@ -1,48 +1,85 @@
 """The `recommender` command tree (every command group) and its entry point. The `recommend` entry point
-(recommender.cli.recommend_cmd:main) does not import this module (start-up time: bench/cold_start.py)."""
+(recommender.cli.recommend_cmd:main) does not import this module (start-up time: bench/cold_start.py).
+
+A command line that names one command (`recommender tune ...`, `recommender catalog build`) is run by a tree that
+holds that command alone, so only its module is imported (the other eleven cost a fresh process about 0.1 s:
+docs/benchmarks.md, issue 26); the command parses, helps and fails exactly as in the whole tree. Anything else - no
+command, --help, a name that is not a command, shell completion - gets the whole tree (``app``)."""
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from typing import Optional
 
 import typer
 
 
-from recommender.cli import catalog_cmd, probe_cmd
-from recommender.cli.calibrate_cmd import calibrate_command
 from recommender.cli.common import run_app, state
-from recommender.cli.estimate_cmd import estimate_command
-from recommender.cli.hardware_cmd import hardware_command
-from recommender.cli.local_cmd import local_command
-from recommender.cli.mcp_cmd import mcp_command
-from recommender.cli.recommend_cmd import recommend_command
-from recommender.cli.run_cmd import run_command
-from recommender.cli.sensitivity_cmd import sensitivity_command
-from recommender.cli.tune_cmd import tune_command
 
-app = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
-                       "explained, and every number with its provenance.",
-                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=True)
+# name -> (module, attribute): the commands in the order `recommender --help` lists them, then the groups
+COMMANDS: dict[str, tuple[str, str]] = {
+    "recommend": ("recommender.cli.recommend_cmd", "recommend_command"),
+    "estimate": ("recommender.cli.estimate_cmd", "estimate_command"),
+    "hardware": ("recommender.cli.hardware_cmd", "hardware_command"),
+    "calibrate": ("recommender.cli.calibrate_cmd", "calibrate_command"),
+    "sensitivity": ("recommender.cli.sensitivity_cmd", "sensitivity_command"),
+    "tune": ("recommender.cli.tune_cmd", "tune_command"),
+    "run": ("recommender.cli.run_cmd", "run_command"),
+    "local": ("recommender.cli.local_cmd", "local_command"),
+    "mcp": ("recommender.cli.mcp_cmd", "mcp_command"),
+}
+GROUPS: dict[str, str] = {"catalog": "recommender.cli.catalog_cmd", "probe": "recommender.cli.probe_cmd"}
+GLOBAL_VALUE_OPTIONS = ("--catalog",)  # the tree's own options that take a value (``_global``)
 
 
-@app.callback()
 def _global(catalog: Optional[str] = typer.Option(None, "--catalog", envvar="RECOMMENDER_CATALOG",
                                                   help="Catalog file (default: the shipped catalog.duckdb).")) -> None:
     state.catalog = catalog
 
 
-app.command("recommend")(recommend_command)
-app.command("estimate")(estimate_command)
-app.command("hardware")(hardware_command)
-app.command("calibrate")(calibrate_command)
-app.command("sensitivity")(sensitivity_command)
-app.command("tune")(tune_command)
-app.command("run")(run_command)
-app.command("local")(local_command)
-app.command("mcp")(mcp_command)
-app.add_typer(catalog_cmd.app, name="catalog")
-app.add_typer(probe_cmd.app, name="probe")
+def build_app(only: Optional[str] = None) -> typer.Typer:
+    """The command tree: every command and group, or with ``only`` that one alone (its module alone imported)."""
+    tree = typer.Typer(help="Which open LLM, quantization, engine, batch and context to run on this machine — ranked, "
+                            "explained, and every number with its provenance.",
+                       no_args_is_help=True, pretty_exceptions_enable=False, add_completion=True)
+    tree.callback()(_global)
+    for name, (module, attr) in COMMANDS.items():
+        if only is None or only == name:
+            tree.command(name)(getattr(importlib.import_module(module), attr))
+    for name, module in GROUPS.items():
+        if only is None or only == name:
+            tree.add_typer(importlib.import_module(module).app, name=name)
+    return tree
+
+
+def command_of(args: list[str]) -> Optional[str]:
+    """The command a command line names (its first word after the tree's own options), or None: none named, help
+    or completion asked of the tree, or a word that is not a command (the whole tree says so)."""
+    if any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):  # shell completion: the whole tree
+        return None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in GLOBAL_VALUE_OPTIONS:
+            i += 2
+            continue
+        if a.startswith("-"):
+            if not any(a.startswith(o + "=") for o in GLOBAL_VALUE_OPTIONS):
+                return None  # --help, --install-completion, or an option the tree refuses
+            i += 1
+            continue
+        return a if a in COMMANDS or a in GROUPS else None
+    return None
+
+
+def __getattr__(name: str):
+    if name == "app":  # the whole tree, for whoever imports it (built on first use)
+        globals()["app"] = tree = build_app()
+        return tree
+    raise AttributeError(name)
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    run_app(app, argv)
+    run_app(build_app(command_of(sys.argv[1:] if argv is None else list(argv))), argv)
