@@ -17,6 +17,7 @@ import typer
 
 
 from recommender.cli.common import run_app, state
+from recommender.core.collector import collector_paused
 
 # name -> (module, attribute): the commands in the order `recommender --help` lists them, then the groups
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -45,12 +46,13 @@ def build_app(only: Optional[str] = None) -> typer.Typer:
                             "explained, and every number with its provenance.",
                        no_args_is_help=True, pretty_exceptions_enable=False, add_completion=True)
     tree.callback()(_global)
-    for name, (module, attr) in COMMANDS.items():
-        if only is None or only == name:
-            tree.command(name)(getattr(importlib.import_module(module), attr))
-    for name, module in GROUPS.items():
-        if only is None or only == name:
-            tree.add_typer(importlib.import_module(module).app, name=name)
+    with collector_paused():  # the modules' objects all stay: the collector's passes over them find nothing
+        for name, (module, attr) in COMMANDS.items():
+            if only is None or only == name:
+                tree.command(name)(getattr(importlib.import_module(module), attr))
+        for name, module in GROUPS.items():
+            if only is None or only == name:
+                tree.add_typer(importlib.import_module(module).app, name=name)
     return tree
 
 

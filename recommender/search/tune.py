@@ -32,6 +32,7 @@ from typing import Any, Callable, Literal, NamedTuple, Optional, Union
 from pydantic import Field, PrivateAttr
 
 
+from recommender.core.collector import collector_paused
 from recommender.core.engines import engine_spec
 from recommender.core.errors import UserError
 from recommender.core.records import Strict
@@ -746,7 +747,16 @@ def _grid_front_keys(objs: list[tuple[tuple, tuple]]) -> set[tuple]:
     return out
 
 
-def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False, storage: Optional[str] = None,
+def run_tune(catalog, q: Query, *, measured=None, **options: Any) -> TuneResult:
+    """:func:`_run_tune`; in predicted mode (``measured`` None) with the cyclic collector paused, as recommend pauses
+    it (recommender.core.collector: the grid's ~130,000 configurations stay alive to the end)."""
+    if measured is not None:  # probes for minutes: the collector as it is
+        return _run_tune(catalog, q, measured=measured, **options)
+    with collector_paused():
+        return _run_tune(catalog, q, **options)
+
+
+def _run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False, storage: Optional[str] = None,
              study_name: Optional[str] = None, kv_dtypes: Optional[list[str]] = None, offload: bool = True,
              n_startup: int = 10, measured=None, progress: Optional[Callable[[str], None]] = None,
              stop_at_optimum: bool = False, slo: Optional[Slo] = None,
