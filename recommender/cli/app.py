@@ -8,16 +8,22 @@ command, --help, a name that is not a command, shell completion - gets the whole
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
 from typing import Optional
 
-import typer
+_collecting = gc.isenabled()
+gc.disable()  # the imports below build objects that all stay: the collector's passes over them find nothing
+try:
+    import typer
 
-
-from recommender.cli.common import run_app, state
-from recommender.core.collector import collector_paused
+    from recommender.cli.common import run_app, state
+    from recommender.core.collector import collector_paused
+finally:
+    if _collecting:
+        gc.enable()
 
 # name -> (module, attribute): the commands in the order `recommender --help` lists them, then the groups
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -33,6 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 GROUPS: dict[str, str] = {"catalog": "recommender.cli.catalog_cmd", "probe": "recommender.cli.probe_cmd"}
 GLOBAL_VALUE_OPTIONS = ("--catalog",)  # the tree's own options that take a value (``_global``)
+# commands that compute one answer in memory and end: run with the cyclic collector paused (recommender.core.
+# collector; `tune --measure` turns it back on for its probes)
+ONE_SHOT = ("recommend", "estimate", "sensitivity", "tune")
 
 
 def _global(catalog: Optional[str] = typer.Option(None, "--catalog", envvar="RECOMMENDER_CATALOG",
@@ -84,4 +93,9 @@ def __getattr__(name: str):
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    run_app(build_app(command_of(sys.argv[1:] if argv is None else list(argv))), argv)
+    only = command_of(sys.argv[1:] if argv is None else list(argv))
+    if only not in ONE_SHOT:
+        run_app(build_app(only), argv)
+        return
+    with collector_paused():
+        run_app(build_app(only), argv)

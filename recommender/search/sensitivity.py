@@ -482,9 +482,10 @@ def _sensitivity(catalog: CatalogReader, q: Query, step: float, span: float,
     builder = CandidateBuilder(catalog, q)
     keys = candidate_keys(q, builder)
     table = builder.table(keys)  # numbers only (the vectorized Predictor): the analysis needs no record
-    table.fill(range(len(keys)))
+    table.fill(np.flatnonzero(~table.vectorized))  # the keys built one by one: whether a limit excludes them
     cols = table.columns()
     feasible = np.flatnonzero(~cols["blocked"])
+    table.fill(feasible)  # the quality figures of the rows analysed (an excluded row's are never read)
     if q.workload.rank_by == "goodput":  # the batch each configuration serves at, as recommend chooses it
         feasible = choose_batches_arrays(cols, feasible)
     infeasible = np.flatnonzero(cols["blocked"]).tolist()
