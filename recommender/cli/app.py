@@ -9,35 +9,40 @@ command, --help, a name that is not a command, shell completion - gets the whole
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
-from typing import Optional
+from typing import Callable, Optional
 
 _collecting = gc.isenabled()
 gc.disable()  # the imports below build objects that all stay: the collector's passes over them find nothing
-try:
-    import typer
 
-    from recommender.cli.common import run_app, state
-    from recommender.core.collector import collector_paused
-finally:
-    if _collecting:
-        gc.enable()
+import typer  # noqa: E402
 
-# name -> (module, attribute): the commands in the order `recommender --help` lists them, then the groups
-COMMANDS: dict[str, tuple[str, str]] = {
-    "recommend": ("recommender.cli.recommend_cmd", "recommend_command"),
-    "estimate": ("recommender.cli.estimate_cmd", "estimate_command"),
-    "hardware": ("recommender.cli.hardware_cmd", "hardware_command"),
-    "calibrate": ("recommender.cli.calibrate_cmd", "calibrate_command"),
-    "sensitivity": ("recommender.cli.sensitivity_cmd", "sensitivity_command"),
-    "tune": ("recommender.cli.tune_cmd", "tune_command"),
-    "run": ("recommender.cli.run_cmd", "run_command"),
-    "local": ("recommender.cli.local_cmd", "local_command"),
-    "mcp": ("recommender.cli.mcp_cmd", "mcp_command"),
+from recommender.cli.common import deferred, run_app, state  # noqa: E402
+from recommender.core.collector import collector_paused  # noqa: E402
+
+if _collecting:
+    gc.enable()
+
+# name -> its command function, imported when asked for (recommender.cli.common.deferred: the module's name a
+# literal, so tests/house/test_layering.py reads it as an import): the commands in the order `recommender --help`
+# lists them
+COMMANDS: dict[str, Callable[[], Callable]] = {
+    "recommend": lambda: deferred("recommender.cli.recommend_cmd").recommend_command,
+    "estimate": lambda: deferred("recommender.cli.estimate_cmd").estimate_command,
+    "hardware": lambda: deferred("recommender.cli.hardware_cmd").hardware_command,
+    "calibrate": lambda: deferred("recommender.cli.calibrate_cmd").calibrate_command,
+    "sensitivity": lambda: deferred("recommender.cli.sensitivity_cmd").sensitivity_command,
+    "tune": lambda: deferred("recommender.cli.tune_cmd").tune_command,
+    "run": lambda: deferred("recommender.cli.run_cmd").run_command,
+    "local": lambda: deferred("recommender.cli.local_cmd").local_command,
+    "mcp": lambda: deferred("recommender.cli.mcp_cmd").mcp_command,
 }
-GROUPS: dict[str, str] = {"catalog": "recommender.cli.catalog_cmd", "probe": "recommender.cli.probe_cmd"}
+# name -> its Typer group, then the groups
+GROUPS: dict[str, Callable[[], typer.Typer]] = {
+    "catalog": lambda: deferred("recommender.cli.catalog_cmd").app,
+    "probe": lambda: deferred("recommender.cli.probe_cmd").app,
+}
 GLOBAL_VALUE_OPTIONS = ("--catalog",)  # the tree's own options that take a value (``_global``)
 # commands that compute one answer in memory and end: run with the cyclic collector paused (recommender.core.
 # collector; `tune --measure` turns it back on for its probes)
@@ -56,12 +61,12 @@ def build_app(only: Optional[str] = None) -> typer.Typer:
                        no_args_is_help=True, pretty_exceptions_enable=False, add_completion=True)
     tree.callback()(_global)
     with collector_paused():  # the modules' objects all stay: the collector's passes over them find nothing
-        for name, (module, attr) in COMMANDS.items():
+        for name, command in COMMANDS.items():
             if only is None or only == name:
-                tree.command(name)(getattr(importlib.import_module(module), attr))
-        for name, module in GROUPS.items():
+                tree.command(name)(command())
+        for name, group in GROUPS.items():
             if only is None or only == name:
-                tree.add_typer(importlib.import_module(module).app, name=name)
+                tree.add_typer(group(), name=name)
     return tree
 
 

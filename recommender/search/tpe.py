@@ -3,15 +3,17 @@
 `tune` asks the sampler for 5-7 categorical parameters a trial (the model, its quant, the engine, context, batch, KV
 dtype, GPU share). For each of them Optuna's TPESampler (optuna 5.1, ``samplers/_tpe/sampler.py``) splits the
 whole history into its below and above groups again (``_split_trials``), reading each finished trial's constraints
-from its system attributes on the way (``FrozenTrial.constraints``, a dict built anew per call): about 180,000 such
-reads in 300 trials, more than half the sampler's time (docs/benchmarks.md, issue 26). Within one trial the history
-it splits is the same for every parameter (the finished trials: the current one is left out; with --storage, as
-long as no other worker's trial is running), and a finished trial's constraints no longer change, so :class:`TPESampler` here keeps the split for the trial at hand and each finished
-trial's infeasibility score by trial id; everything else - the Parzen estimators, the random state, the order of
-the draws - is Optuna's own code, so a seeded study draws exactly what the stock sampler draws
-(tests/search/test_tpe.py compares the two trial by trial).
+from its system attributes on the way (``FrozenTrial.constraints``, a dict built anew per call: about 180,000 such
+reads in 300 trials), and looks every trial's value of the parameter up in its choices again
+(``_get_internal_repr``; ~200 models). Within one trial the history it splits is the same for every parameter (the
+finished trials: the current one is left out; with --storage, as long as no other worker's trial is running), a
+finished trial's constraints and values no longer change, and a name's choices are fixed within a study; so
+:class:`TPESampler` here keeps the split for the trial at hand, each finished trial's infeasibility score by trial
+id and its categorical values' positions by (trial id, name). Everything else - the Parzen estimators, the random
+state, the order of the draws - is Optuna's own code, so a seeded study draws exactly what the stock sampler draws
+(tests/search/test_tpe.py compares the two trial by trial). Measured: docs/benchmarks.md (issue 26).
 
-The overridden method is a private one of Optuna's; on an Optuna whose TPESampler does not have the shape this was
+The overridden methods are private ones of Optuna's; on an Optuna whose TPESampler does not have the shape this was
 written against (``supported``), :func:`tpe_sampler` returns the stock sampler.
 """
 
@@ -29,8 +31,9 @@ def supported(optuna) -> bool:
             and all(hasattr(tpe, f) for f in ("_split_complete_trials", "_split_pruned_trials",
                                                "_get_infeasible_trial_score", "default_gamma",
                                                "default_gamma_multiobjective"))
-            and all(hasattr(tpe.TPESampler, m) for m in ("_sample", "_build_parzen_estimator",
-                                                         "_compute_acquisition_func", "_compare")))
+            and all(hasattr(tpe.TPESampler, m) for m in ("_sample", "_get_internal_repr", "_get_params",
+                                                         "_build_parzen_estimator", "_compute_acquisition_func",
+                                                         "_compare")))
 
 
 def tpe_sampler(optuna, **kwargs: Any):
@@ -46,6 +49,8 @@ _CLASS: dict[str, type] = {}
 def _sampler_class(optuna) -> type:
     if "tpe" in _CLASS:
         return _CLASS["tpe"]
+    import numpy as np  # noqa: PLC0415
+    from optuna.distributions import CategoricalDistribution  # noqa: PLC0415
     from optuna.samplers._tpe import sampler as tpe  # noqa: PLC0415
     from optuna.trial import TrialState  # noqa: PLC0415
 
@@ -56,6 +61,7 @@ def _sampler_class(optuna) -> type:
             super().__init__(*args, **kwargs)
             self._infeasible: dict[int, float] = {}  # finished trial id -> _get_infeasible_trial_score
             self._split_of: tuple = ()  # ((trial number, n_below, the history's trial ids), below, above)
+            self._reprs: dict[tuple[int, str], Any] = {}  # (finished trial id, categorical name) -> internal value
 
         def _infeasible_score(self, t) -> float:
             s = self._infeasible.get(t._trial_id)
@@ -89,6 +95,26 @@ def _sampler_class(optuna) -> type:
             below_trials.sort(key=lambda trial: trial.number)
             above_trials.sort(key=lambda trial: trial.number)
             return below_trials, above_trials
+
+        def _get_internal_repr(self, trials: list, search_space: dict, study) -> dict[str, Any]:
+            """optuna's ``TPESampler._get_internal_repr`` (5.1), a finished trial's categorical values looked up in
+            their choices once (a name's choices are fixed within a study: Optuna refuses others)."""
+            values: dict[str, list] = {param_name: [] for param_name in search_space}
+            memo = self._reprs
+            for trial in trials:
+                params = self._get_params(trial, study)
+                if search_space.keys() <= params.keys():
+                    finished = trial.state.is_finished()
+                    for param_name, distribution in search_space.items():
+                        if finished and isinstance(distribution, CategoricalDistribution):
+                            key = (trial._trial_id, param_name)
+                            v = memo.get(key)
+                            if v is None:
+                                v = memo[key] = distribution.to_internal_repr(params[param_name])
+                        else:
+                            v = distribution.to_internal_repr(params[param_name])
+                        values[param_name].append(v)
+            return {k: np.asarray(v) for k, v in values.items()}
 
         def _sample(self, study, trial, search_space: dict) -> dict[str, Any]:
             """optuna's ``TPESampler._sample`` (5.1), the split made once per trial where the history holds finished

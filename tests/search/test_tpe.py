@@ -1,6 +1,7 @@
 """recommender.search.tpe: the TPESampler `tune` uses draws exactly what Optuna's own TPESampler draws (the same seed,
-the same study), trial by trial - constraints (infeasible trials), pruned trials and define-by-run parameters
-included - while it splits the history once per trial."""
+the same study), trial by trial - constraints (infeasible trials), pruned trials, define-by-run parameters and a
+numerical one included - while it splits the history once per trial and looks each finished trial's categorical
+values up once."""
 
 import pytest
 
@@ -19,7 +20,8 @@ def _study(sampler, n_trials: int) -> list[tuple]:
         q = trial.suggest_categorical(f"quant:{','.join(qs)}", qs)
         ctx = trial.suggest_categorical("context", [4096, 8192, 16384])
         kv = trial.suggest_categorical(f"kv:{q}", ["f16", "q8_0"] if q != "f16" else ["f16"])
-        cost = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 0.5}[m] + {"q4": 0.1, "q8": 0.3, "f16": 0.6}[q] + ctx / 1e5
+        x = trial.suggest_float("x", 0.1, 10.0, log=True)  # a numerical parameter too
+        cost = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 0.5}[m] + {"q4": 0.1, "q8": 0.3, "f16": 0.6}[q] + ctx / 1e5 + x / 50
         mem = {"q4": 0.5, "q8": 1.0, "f16": 2.0}[q] * (2.0 if m == "d" else 1.0) + ctx / 32768 - 1.2
         trial.set_constraint("memory", mem)
         trial.set_constraint("other", -1.0 if kv == "f16" or m != "c" else 0.5)
