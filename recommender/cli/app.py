@@ -19,10 +19,10 @@ from typing import Callable, Optional
 _collecting = gc.isenabled()
 gc.disable()
 
-import typer  # noqa: E402
+import typer
 
-from recommender.cli.common import deferred, run_app, state  # noqa: E402
-from recommender.core.collector import collector_paused  # noqa: E402
+from recommender.cli.common import deferred, run_app, state
+from recommender.core.collector import collector_paused
 
 gc.freeze()
 if _collecting:
