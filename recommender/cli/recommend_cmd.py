@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from typing import Optional
+
+# as in recommender/cli/app.py: the collector off over the imports, what they made then frozen out of its sight
+_collecting = gc.isenabled()
+gc.disable()
 
 import typer
 
@@ -32,6 +37,11 @@ from recommender.cli.common import (
 )
 from recommender.cli.query_opts import (build_query, INCLUDE_BASE_HELP, no_fit_hint, NORM_HELP, NormOpt,
                                         query_options, QueryOptions)
+from recommender.core.collector import collector_paused
+
+gc.freeze()
+if _collecting:
+    gc.enable()
 
 
 @query_options
@@ -316,4 +326,5 @@ def main(argv: Optional[list[str]] = None) -> None:
     """The `recommend` entry point: this command alone (nothing else of the command tree is imported)."""
     app = typer.Typer(pretty_exceptions_enable=False, add_completion=True)
     app.command()(recommend_command)
-    run_app(app, argv)
+    with collector_paused():  # a one-shot command (recommender.cli.app ONE_SHOT)
+        run_app(app, argv)

@@ -119,8 +119,9 @@ def tune_command(
         seed = (os.getpid() % 100_000) if storage else 0
 
     if measure:
+        import gc  # noqa: PLC0415
 
-
+        gc.enable()  # probes for minutes: the collector as usual (app.main pauses it for a one-shot command)
         if not models or len(models) != 1:
             raise UserError("--measure tunes one model file", hint="give one .gguf file, e.g. "
                                                                   "recommender tune model.gguf --measure")

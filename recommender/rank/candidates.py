@@ -647,9 +647,10 @@ class KeyTable:
         a, keys, n = self.arrays, self.keys, len(self.keys)
         nan = np.full(n, np.nan)
 
-        def codes(names: list) -> tuple:  # integer codes in the names' order (numpy sorts str as Python does)
-            uniq, code = np.unique(np.array(names, dtype=str), return_inverse=True) if names else ([], np.zeros(0))
-            return code.astype(np.int64).reshape(-1), len(uniq)
+        def codes(names: list) -> tuple:
+            """Integer codes in the names' sorted order: np.unique's codes, without its sort of ~100,000 strings."""
+            order = {x: j for j, x in enumerate(sorted(set(names)))}
+            return np.fromiter((order[x] for x in names), dtype=np.int64, count=len(names)), len(order)
 
         model, n_model = codes([k.model for k in keys])
         quant, n_quant = codes([k.quant for k in keys])

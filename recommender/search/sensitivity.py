@@ -24,6 +24,7 @@ import math
 from typing import Literal, Optional, Sequence
 
 
+from recommender.core.collector import collector_paused
 from recommender.core.errors import UserError
 from recommender.core.records import CatalogReader, Strict
 from recommender.rank.candidates import Candidate, CandidateBuilder, candidate_keys
@@ -467,16 +468,24 @@ def check_grid(step: float, span: float) -> None:
 
 def sensitivity(catalog: CatalogReader, q: Query, step: float = DEFAULT_STEP, span: float = DEFAULT_SPAN,
                 normalizations: Sequence[str] = NORMALIZATIONS) -> Sensitivity:
-    """Enumerate and estimate the query's candidates once, then analyse the feasible ones."""
+    """Enumerate and estimate the query's candidates once, then analyse the feasible ones (the cyclic collector
+    paused meanwhile, as recommend pauses it: recommender.core.collector)."""
+    with collector_paused():
+        return _sensitivity(catalog, q, step, span, normalizations)
+
+
+def _sensitivity(catalog: CatalogReader, q: Query, step: float, span: float,
+                 normalizations: Sequence[str]) -> Sensitivity:
     import numpy as np  # noqa: PLC0415
 
     check_grid(step, span)
     builder = CandidateBuilder(catalog, q)
     keys = candidate_keys(q, builder)
     table = builder.table(keys)  # numbers only (the vectorized Predictor): the analysis needs no record
-    table.fill(range(len(keys)))
+    table.fill(np.flatnonzero(~table.vectorized))  # the keys built one by one: whether a limit excludes them
     cols = table.columns()
     feasible = np.flatnonzero(~cols["blocked"])
+    table.fill(feasible)  # the quality figures of the rows analysed (an excluded row's are never read)
     if q.workload.rank_by == "goodput":  # the batch each configuration serves at, as recommend chooses it
         feasible = choose_batches_arrays(cols, feasible)
     infeasible = np.flatnonzero(cols["blocked"]).tolist()

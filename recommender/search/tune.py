@@ -20,24 +20,27 @@ Optuna is imported lazily (the ``tune`` extra); nothing here is imported by `rec
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import os
 import socket
 import time
-from typing import Any, Callable, Literal, Optional, Union
+from typing import Any, Callable, Literal, NamedTuple, Optional, Union
 
 from pydantic import Field, PrivateAttr
 
 
+from recommender.core.collector import collector_paused
 from recommender.core.engines import engine_spec
 from recommender.core.errors import UserError
 from recommender.core.records import Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.serving import Slo, goodput_from
-from recommender.rank.candidates import Candidate, CandidateBuilder, skips_base
+from recommender.rank.candidates import Candidate, CandidateBuilder, OverBudget, skips_base
+from recommender.search.tpe import tpe_sampler
 from recommender.rank.query import resolve_models, LATENCY_FIELD, Query
 from recommender.score.order import SCORE_DECIMALS, cost_columns, costs as _costs, value_scale
 from recommender.score.weighted import CRITERIA, ValueScale, missing_fill, norm_stats, norm_value, score_arrays
@@ -69,6 +72,28 @@ class TuneConfig(Strict):
     def key_of(model: str, quant: str, engine: str, context_tokens: int, batch: int, kv_dtype: str,
                gpu_layers: Optional[int]) -> tuple:
         return model, quant, engine, context_tokens, batch, kv_dtype, -1 if gpu_layers is None else gpu_layers
+
+
+class GridKey(NamedTuple):
+    """One configuration of the exhaustive grid (Space.configs): a TuneConfig's fields as a tuple. The grid has
+    ~100,000 of them; the TuneConfig record is built only for those the answer shows (:meth:`config`)."""
+
+    model: str
+    quant: str
+    engine: str
+    context_tokens: int
+    batch: int
+    kv_dtype: str
+    gpu_layers: Optional[int] = None
+
+    def key(self) -> tuple:
+        return TuneConfig.key_of(*self)
+
+    def config(self) -> TuneConfig:
+        """The record (not revalidated: the space's own values)."""
+        return TuneConfig.model_construct(model=self.model, quant=self.quant, engine=self.engine,
+                                          context_tokens=self.context_tokens, batch=self.batch,
+                                          kv_dtype=self.kv_dtype, gpu_layers=self.gpu_layers)
 
 
 class TrialRecord(Strict):
@@ -148,24 +173,22 @@ class Space(Strict):
         # llama.cpp n_gpu_layers (the output layer counts as one); num_layers + 1 would be every layer
         return max(1, min(self.num_layers[model], int(round(frac * self.num_layers[model]))))
 
-    def configs(self) -> list[TuneConfig]:
-        """Every configuration (the exhaustive grid), duplicates removed."""
-        out: dict[tuple, TuneConfig] = {}
-        for m in self.models:
-            for qn in self.quants_of(m):
-                for e in self.engines[qn]:
-                    fracs = self.offload_fractions if engine_spec(e).partial_offload else [1.0]
-                    for ctx in self.contexts:
-                        for b in self.batches:
-                            for kv in self.kv_dtypes[e]:
-                                for f in fracs:
-                                    gl = self.gpu_layers_for(m, f)
-                                    key = TuneConfig.key_of(m, qn, e, ctx, b, kv, gl)
-                                    if key not in out:  # the space's own values, typed by build_space: not revalidated
-                                        out[key] = TuneConfig.model_construct(model=m, quant=qn, engine=e,
-                                                                              context_tokens=ctx, batch=b, kv_dtype=kv,
-                                                                              gpu_layers=gl)
-        return list(out.values())
+    def configs(self) -> list["GridKey"]:
+        """Every configuration (the exhaustive grid), duplicates removed (two GPU shares that round to the same
+        n_gpu_layers), in the order of the loops: a GridKey each (the space's own values, typed by build_space)."""
+        def keys():
+            for m in self.models:
+                gls = [self.gpu_layers_for(m, f) for f in self.offload_fractions]
+                for qn in self.quants_of(m):
+                    for e in self.engines[qn]:
+                        egls = gls if engine_spec(e).partial_offload else [None]
+                        for ctx in self.contexts:
+                            for b in self.batches:
+                                for kv in self.kv_dtypes[e]:
+                                    for gl in egls:
+                                        yield GridKey(m, qn, e, ctx, b, kv, gl)
+
+        return list(dict.fromkeys(keys()))  # first appearance kept (TuneConfig.key_of: None and -1 never both)
 
     def suggest(self, trial) -> TuneConfig:
         """Define-by-run: a parameter's name carries its choices, so a name always has one distribution (Optuna
@@ -280,6 +303,18 @@ class Reference(Strict):
 
         names = ("latency", "vram", "quant_points", "goodput", "ttft", "tpot", "acc", "zh", "en")
         cols = {k: np.array([math.nan if (v := r.get(k)) is None else v for r in rows], dtype=float) for k in names}
+        return self.score_columns(cols)
+
+    def score_columns(self, cols: dict) -> list[float]:
+        """``scores`` (value method) of rows given as columns: criterion -> float array, NaN = None (a criterion
+        absent: None in every row)."""
+        import numpy as np  # noqa: PLC0415
+
+        names = ("latency", "vram", "quant_points", "goodput", "ttft", "tpot", "acc", "zh", "en")
+        n = len(next(iter(cols.values()))) if cols else 0
+        if not n:
+            return []
+        cols = {k: cols[k] if k in cols else np.full(n, np.nan) for k in names}
         return score_arrays(cols, self.weights, "value", self.missing, self.value_scale())[0].tolist()
 
     def norm(self, crit: str, v: Optional[float]) -> float:
@@ -381,34 +416,41 @@ class PredictedEvaluator:
                                                              kv_dtype=c.kv_dtype, gpu_layers=c.gpu_layers)
         return cand
 
-    def grid(self, configs: list[TuneConfig]) -> list[tuple[TuneConfig, GridOutcome]]:
+    def grid(self, configs: list[GridKey]) -> "Grid":
         """Every configuration's status, costs and serving figures, predicted as arrays (CandidateBuilder.table): the
-        figures ``__call__`` gives each (tests/predict/test_vector.py)."""
+        figures ``__call__`` gives each (tests/predict/test_vector.py), as columns; the configurations the vector
+        path leaves out through ``__call__`` (their Candidate the one the table built)."""
+        import numpy as np  # noqa: PLC0415
+
         table = self.builder.table(configs)
-        table.fill(range(len(configs)))  # the quality figures each configuration's costs read
+        n = len(configs)
+        table.fill(np.flatnonzero(table.vectorized))  # the quality figures each configuration's costs read
         cols = table.columns()
-
-        def values(a) -> list:
-            return [None if v != v else v for v in a.tolist()]  # NaN: None, as score.order.costs has it
-
-        # score.order.costs of each configuration's Row, as lists (the same keys, in the same order)
+        # score.order.costs of each configuration's Row, as columns (the same keys, in the same order; NaN: None)
         method = self.q.normalization
         names = ("latency", "vram", "acc") + (("ppl", "quant_points", "goodput", "ttft", "tpot", "zh", "en")
                                               if method == "value" else ("ppl", "zh", "en"))
         src = cost_columns(cols, method)
-        lists = {k: [None] * len(configs) if k == "ppl" and method == "value" else values(src[k]) for k in names}
-        serve_names = ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s",
-                       "output_throughput_tokens_per_s")
-        serve_lists = {k: values(table.arrays[k]) for k in serve_names}
-        out = []
-        for i, c in enumerate(configs):
-            if not table.vectorized[i]:
-                out.append((c, self(c)))
-                continue
-            serve = {"batch": float(c.batch), **{k: serve_lists[k][i] for k in serve_names}}
-            status = "infeasible" if table.excluded[i] else "feasible"
-            out.append((c, GridOutcome(status, {k: lists[k][i] for k in names}, serve)))
-        return out
+        costs = {k: np.full(n, np.nan) if k == "ppl" and method == "value" else np.array(src[k], dtype=float)
+                 for k in names}
+        serve = {"batch": np.array([c.batch for c in configs], dtype=float),
+                 **{k: np.array(table.arrays[k], dtype=float) for k in SERVE_NAMES}}
+        feasible = ~table.excluded
+        outcomes: dict[int, Outcome] = {}
+        later: dict[int, Callable[[], Outcome]] = {}
+        for i in np.flatnonzero(~table.vectorized).tolist():  # one by one: memory first, as recommend screens
+            c = configs[i]
+            if self.q.machine is None:
+                cand = self.builder.build(c.model, c.quant, c.engine, c.context_tokens, c.batch,
+                                          kv_dtype=c.kv_dtype, gpu_layers=c.gpu_layers, screen=True)
+                if isinstance(cand, OverBudget):  # infeasible whatever its latency: its Outcome when asked for
+                    feasible[i] = False
+                    later[i] = functools.partial(self, c)
+                    continue
+                self._cache.setdefault(c.key(), cand)
+            outcomes[i] = o = self(c)
+            feasible[i] = o.status == "feasible"
+        return Grid(configs, feasible, costs, serve, outcomes, later)
 
     def __call__(self, c: TuneConfig, **_: Any) -> Outcome:
         cand = self.candidate(c)
@@ -426,6 +468,10 @@ class PredictedEvaluator:
                               **{k: f.value for k, f in self.builder.serving(cand).items()}})
 
 
+SERVE_NAMES = ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s",
+               "output_throughput_tokens_per_s")
+
+
 class GridOutcome:
     """One grid configuration as the grid's summary reads it (status, costs, serving figures), from the vectorized
     Predictor (PredictedEvaluator.grid); a trial's Outcome carries the rest."""
@@ -436,12 +482,93 @@ class GridOutcome:
         self.status, self.costs, self.serve = status, costs, serve
 
 
-def evaluate_grid(evaluator: PredictedEvaluator, space: Space) -> list[tuple[TuneConfig, Outcome]]:
+def _none(v: float) -> Optional[float]:
+    return None if v != v else v  # NaN: None, as score.order.costs has it
+
+
+class Grid:
+    """The exhaustive grid as columns: its configurations (GridKey), whether each is feasible, its costs
+    (score.order.costs' keys: criterion -> array, NaN = None) and serving figures, and the full Outcome of the
+    configurations evaluated one by one (``outcomes``: index -> Outcome, their costs also in the columns). ``later``:
+    infeasible configurations whose Outcome is computed when :meth:`outcome` asks for it (the memory screen
+    excluded them; their columns are NaN until then). Iterating gives (configuration, outcome) pairs, the outcome
+    built on the way."""
+
+    def __init__(self, configs: list, feasible, costs: dict, serve: dict, outcomes: dict[int, Outcome],
+                 later: Optional[dict[int, Callable[[], Outcome]]] = None) -> None:
+        self.configs, self.feasible, self.costs, self.serve = configs, feasible, costs, serve
+        self.outcomes, self.later = outcomes, later or {}
+        for i, o in outcomes.items():
+            self._put(i, o)
+
+    def _put(self, i: int, o: Outcome) -> None:
+        import numpy as np  # noqa: PLC0415
+
+        for cols, vals in ((self.costs, o.costs), (self.serve, o.serve)):  # the columns hold its numbers
+            for k, a in cols.items():
+                v = vals.get(k)
+                a[i] = np.nan if v is None else v
+
+    @classmethod
+    def of(cls, pairs: list[tuple[Any, Outcome]]) -> "Grid":
+        """A grid evaluated one configuration at a time (the measured mode's predictions)."""
+        import numpy as np  # noqa: PLC0415
+
+        n = len(pairs)
+        first = pairs[0][1] if pairs else None
+        costs = {k: np.full(n, np.nan) for k in (first.costs if first else ())}
+        serve = {k: np.full(n, np.nan) for k in (first.serve if first else ())}
+        feasible = np.array([o.status == "feasible" for _, o in pairs], dtype=bool)
+        return cls([c for c, _ in pairs], feasible, costs, serve, {i: o for i, (_, o) in enumerate(pairs)})
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+    def __iter__(self):
+        return ((c, self.outcome(i)) for i, c in enumerate(self.configs))
+
+    def outcome(self, i: int):
+        o = self.outcomes.get(i)
+        if o is not None:
+            return o
+        make = self.later.pop(i, None)
+        if make is not None:
+            o = self.outcomes[i] = make()
+            self._put(i, o)
+            return o
+        return GridOutcome("feasible" if self.feasible[i] else "infeasible",
+                           {k: _none(a[i].item()) for k, a in self.costs.items()},
+                           {k: _none(a[i].item()) for k, a in self.serve.items()})
+
+    def feasible_index(self):
+        import numpy as np  # noqa: PLC0415
+
+        return np.flatnonzero(self.feasible)
+
+    def cost_rows(self, idx) -> list[dict[str, Optional[float]]]:
+        """The costs of configurations ``idx`` as score.order.costs' dicts."""
+        for i in set(idx.tolist()) & self.later.keys():
+            self.outcome(i)
+        lists = {k: a[idx].tolist() for k, a in self.costs.items()}
+        out = []
+        for j, i in enumerate(idx.tolist()):
+            o = self.outcomes.get(i)
+            out.append(o.costs if o is not None else {k: _none(v[j]) for k, v in lists.items()})
+        return out
+
+    def cost(self, name: str, i: int) -> Optional[float]:
+        if i in self.later:
+            self.outcome(i)
+        a = self.costs.get(name)
+        return None if a is None else _none(a[i].item())
+
+
+def evaluate_grid(evaluator: PredictedEvaluator, space: Space) -> Grid:
     configs = space.configs()
     grid = getattr(evaluator, "grid", None)
     if grid is not None:  # predicted: every configuration at once (recommender.predict.vector)
         return grid(configs)
-    return [(c, evaluator(c)) for c in configs]
+    return Grid.of([(c, evaluator(c)) for c in configs])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -483,7 +610,8 @@ def make_sampler(pareto: bool, seed: int, n_startup: int):
     # within 10 % of the grid, against 34 of 42 with group=True; docs/tune.md). Until 2026-12-01 it was left to the
     # default (Optuna 5.0.0 here and in CI) while sampler_settings reported univariate. Univariate costs about twice as much per trial here (every
     # parameter splits the whole history again): 2,000 trials of a 2-model space 59 s against 31 s.
-    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup, multivariate=True, **cf)
+    # recommender.search.tpe: Optuna's TPESampler drawing the same samples, its split of the history made once a trial
+    return tpe_sampler(optuna, seed=seed, n_startup_trials=n_startup, multivariate=True, **cf)
 
 
 def sampler_settings(pareto: bool, n_startup: int) -> dict[str, Any]:
@@ -619,7 +747,16 @@ def _grid_front_keys(objs: list[tuple[tuple, tuple]]) -> set[tuple]:
     return out
 
 
-def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False, storage: Optional[str] = None,
+def run_tune(catalog, q: Query, *, measured=None, **options: Any) -> TuneResult:
+    """:func:`_run_tune`; in predicted mode (``measured`` None) with the cyclic collector paused, as recommend pauses
+    it (recommender.core.collector: the grid's ~130,000 configurations stay alive to the end)."""
+    if measured is not None:  # probes for minutes: the collector as it is
+        return _run_tune(catalog, q, measured=measured, **options)
+    with collector_paused():
+        return _run_tune(catalog, q, **options)
+
+
+def _run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False, storage: Optional[str] = None,
              study_name: Optional[str] = None, kv_dtypes: Optional[list[str]] = None, offload: bool = True,
              n_startup: int = 10, measured=None, progress: Optional[Callable[[str], None]] = None,
              stop_at_optimum: bool = False, slo: Optional[Slo] = None,
@@ -642,7 +779,10 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
         space = build_space(catalog, q, kv_dtypes, offload)
         grid_eval = PredictedEvaluator(catalog, q)
     grid = evaluate_grid(grid_eval, space)
-    feasible_rows = [o.costs for _, o in grid if o.status == "feasible"]
+    fidx = grid.feasible_index()  # the feasible configurations, in the grid's order
+    # the feasible rows' costs as dicts where the reference or the score reads them so (value: columns)
+    rows_needed = measured is not None or q.normalization != "value" or slo is not None
+    feasible_rows = grid.cost_rows(fidx) if rows_needed else []
     fallback = None
     if measured is not None:
         fallback = measured.latency_fallback(feasible_rows)
@@ -657,22 +797,26 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
         g = goodput_rps(o.serve, slo)
         return -(g or 0.0), {"goodput_rps": g or 0.0}
 
-    feasible_grid = [(c, o) for c, o in grid if o.status == "feasible"]
-    scores = ref.scores([o.costs for _, o in feasible_grid]) if slo is None else \
-        [score_of(o)[0] for _, o in feasible_grid]
-    grid_scores = [(c, s, o.costs) for (c, o), s in zip(feasible_grid, scores)]
-    opt = min((s for _, s, _ in grid_scores), default=None)
+    if slo is not None:
+        scores = [score_of(grid.outcome(i))[0] for i in fidx.tolist()]
+    elif ref.method == "value" and not rows_needed:
+        scores = ref.score_columns({k: a[fidx] for k, a in grid.costs.items()})
+    else:
+        scores = ref.scores(feasible_rows)
+    opt = min(scores, default=None)
     # ties (the value score is flat inside the limits) in recommend's order: less memory, then lower latency
-    optimum = [c for c, s, k in sorted(grid_scores, key=lambda t: (t[1], _tie(t[2].get("vram"), t[2].get("latency"))))
-               if opt is not None and s <= opt + OPTIMUM_TOL]
-    grid_scores = [(c, s) for c, s, _ in grid_scores]
-    summary = GridSummary(size=len(grid), feasible=len(grid_scores), optimum_score=opt, optimum=optimum[:20],
+    tied = [] if opt is None else [j for j, s in enumerate(scores) if s <= opt + OPTIMUM_TOL]
+    at = fidx.tolist()
+    tied.sort(key=lambda j: (scores[j], _tie(grid.cost("vram", at[j]), grid.cost("latency", at[j]))))
+    optimum = [grid.configs[at[j]] for j in tied[:20]]
+    summary = GridSummary(size=len(grid), feasible=len(scores), optimum_score=opt,
+                          optimum=[c.config() if isinstance(c, GridKey) else c for c in optimum],
                           reference={k: list(v) for k, v in ref.stats.items()})
     for crit, w in q.weights.items():
         if w and crit not in ref.stats and ref.method != "value":
             notes.append(f"no feasible configuration has a value for '{crit}': its weight ({w:.2f}) does not "
                          f"affect the score")
-    if not grid_scores:
+    if not scores:
         notes.append("no configuration of the grid satisfies the constraints" +
                      (" (as predicted)" if measured is not None else ""))
 
@@ -745,7 +889,7 @@ def run_tune(catalog, q: Query, *, trials: int, seed: int, pareto: bool = False,
         trials=records, notes=notes)
     if pareto:
         result.pareto_front = pareto_front(records)
-        if measured is None and grid_scores:
+        if measured is None and scores:
             objs = []
             for c, o in grid:
                 if o.status == "feasible" and o.costs.get("latency") is not None:
