@@ -20,6 +20,7 @@ Optuna is imported lazily (the ``tune`` extra); nothing here is imported by `rec
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import json
@@ -27,7 +28,7 @@ import math
 import os
 import socket
 import time
-from typing import Any, Callable, Literal, NamedTuple, Optional, Union
+from typing import Any, Callable, Literal, Optional, Union
 
 from pydantic import Field, PrivateAttr
 
@@ -74,26 +75,24 @@ class TuneConfig(Strict):
         return model, quant, engine, context_tokens, batch, kv_dtype, -1 if gpu_layers is None else gpu_layers
 
 
-class GridKey(NamedTuple):
+# the grid's tuple type has TuneConfig's fields, in its order, with its defaults (one column list: TuneConfig's)
+_GridKeyFields = collections.namedtuple(
+    "_GridKeyFields", list(TuneConfig.model_fields),
+    defaults=[f.default for f in TuneConfig.model_fields.values() if not f.is_required()])
+
+
+class GridKey(_GridKeyFields):
     """One configuration of the exhaustive grid (Space.configs): a TuneConfig's fields as a tuple. The grid has
     ~100,000 of them; the TuneConfig record is built only for those the answer shows (:meth:`config`)."""
 
-    model: str
-    quant: str
-    engine: str
-    context_tokens: int
-    batch: int
-    kv_dtype: str
-    gpu_layers: Optional[int] = None
+    __slots__ = ()
 
     def key(self) -> tuple:
         return TuneConfig.key_of(*self)
 
     def config(self) -> TuneConfig:
         """The record (not revalidated: the space's own values)."""
-        return TuneConfig.model_construct(model=self.model, quant=self.quant, engine=self.engine,
-                                          context_tokens=self.context_tokens, batch=self.batch,
-                                          kv_dtype=self.kv_dtype, gpu_layers=self.gpu_layers)
+        return TuneConfig.model_construct(**self._asdict())
 
 
 class TrialRecord(Strict):
