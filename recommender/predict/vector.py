@@ -68,7 +68,7 @@ class Columns:
         if len(done) < len(self._records):  # else every record's value is in already
             uniq = self.__dict__.get("_unique")  # this Columns' records, found once
             if uniq is None:
-                uniq = self.__dict__["_unique"] = np.unique(self._index).tolist()
+                uniq = self.__dict__["_unique"] = sorted(set(self._index.tolist()))  # np.unique's, without numpy.ma
             todo = [p for p in uniq if p not in done]
         if todo:
             for p in todo:

@@ -688,7 +688,7 @@ class KeyTable:
         if not len(todo):
             return
         b, vcode, qual, done = self.builder, self._variant_code, self._quality, self._quality_done
-        for v in np.unique(vcode[todo]).tolist():
+        for v in sorted(set(vcode[todo].tolist())):  # np.unique's order; it imports numpy.ma
             if not done[v]:
                 qual[v] = b.quality_costs(*self._variant_names[v])
                 done[v] = True
