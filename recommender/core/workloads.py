@@ -2,33 +2,112 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 
 from recommender.core.errors import UserError
 from recommender.core.fuzzy import resolve
-from recommender.core.paths import PROFILES_DIR
+from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
 from recommender.core.records import Workload
 
 DEFAULT_WORKLOAD = "chat"
 
 
+WORKLOAD_CACHE_VERSION = 1  # of the cached layout (each file's parsed YAML, validated again on every read)
+
+
 def load_workloads(directory: Optional[Path] = None) -> dict[str, Workload]:
+    """Every ``*.yaml`` of ``directory`` (default profiles/workloads), validated. The parsed YAML of an unchanged
+    directory (every file's name, size and modification time) is kept between runs in a private JSON cache, as
+    hardware profiles are (recommender.hardware.profiles): importing and running the YAML parser cost ~20 ms of
+    `recommend`'s start. What is read back is validated by ``Workload`` like the YAML it came from."""
+    directory = directory or PROFILES_DIR / "workloads"
+    paths = sorted(directory.glob("*.yaml"))
+    cache = _cache_file(directory, paths)
+    datas = _cached(cache)
+    if datas is not None and len(datas) == len(paths):
+        try:
+            out = {}
+            for data in datas:
+                wl = Workload.model_validate(data)
+                out[wl.name] = wl
+            return out
+        except (ValueError, TypeError):  # a cache that no longer validates: read the YAML (its error messages)
+            pass
+    return _read_workloads(paths, cache)
+
+
+def _cache_file(directory: Path, paths: list[Path]) -> tuple[Optional[Path], Any]:
+    if caches_off():
+        return None, None
+    try:
+        key = [str(directory.resolve()), [[p.name, st.st_size, st.st_mtime_ns] for p in paths for st in (p.stat(),)]]
+    except OSError:
+        return None, None
+    d = private_cache_dir("workloads")
+    if d is None:
+        return None, None
+    digest = hashlib.sha256(json.dumps([WORKLOAD_CACHE_VERSION, key]).encode()).hexdigest()[:24]
+    return d / f"{digest}.json", key
+
+
+def _cached(cache: tuple[Optional[Path], Any]) -> Optional[list]:
+    """The parsed files of an unchanged directory as an earlier run stored them (JSON: data, never code); None when
+    absent, unreadable, not this user's own file or for another key."""
+    f, key = cache
+    if f is None or not f.is_file():
+        return None
+    try:
+        st = f.stat()
+        if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
+            return None
+        data = json.loads(f.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("files"), list):
+            return None
+        return data["files"]
+    except (OSError, ValueError):
+        return None
+
+
+def _store(cache: tuple[Optional[Path], Any], datas: list) -> None:
+    f, key = cache
+    if f is None:
+        return
+    tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+    try:
+        text = json.dumps({"key": key, "files": datas})
+        if json.loads(text)["files"] != datas:  # only YAML that JSON keeps exactly is cached
+            return
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, f)
+        for old in sorted(f.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-8]:
+            old.unlink(missing_ok=True)
+    except (OSError, TypeError, ValueError):
+        tmp.unlink(missing_ok=True)
+
+
+def _read_workloads(paths: list[Path], cache: tuple[Optional[Path], Any]) -> dict[str, Workload]:
     import yaml  # noqa: PLC0415
     from pydantic import ValidationError  # noqa: PLC0415
 
-    directory = directory or PROFILES_DIR / "workloads"
     out = {}
-    for p in sorted(directory.glob("*.yaml")):
+    datas = []
+    for p in paths:
         try:
             data = yaml.load(p.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             wl = Workload.model_validate(data)
+            datas.append(data)
         except (yaml.YAMLError, ValidationError, TypeError) as e:
             first = str(e).splitlines()
             raise UserError(f"invalid workload profile {p}: {' '.join(first[:3])}",
                             hint="fix the YAML; fields: name, prompt_tokens, output_tokens, contexts, batches") from None
         out[wl.name] = wl
+    _store(cache, datas)
     return out
 
 
