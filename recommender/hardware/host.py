@@ -100,8 +100,39 @@ def _nvml_reason(exc: BaseException) -> str:
     return re.sub(r"\bnvml\b", "NVML", msg.lower())  # "Driver Not Loaded" -> "driver not loaded"
 
 
+_NVML_LINUX_LIBRARY = "libnvidia-ml.so.1"  # what pynvml's _LoadNvmlLibrary loads on Linux
+
+
+def _nvml_library_missing() -> Optional[str]:
+    """The status ``_probe_nvml`` reports when NVML's library is absent (Linux), found without importing pynvml
+    (~15-40 ms of every `recommend` on a machine without an NVIDIA driver): pynvml's nvmlInit loads
+    ``libnvidia-ml.so.1`` with ctypes and, when that fails, raises NVMLError_LibraryNotFound ("NVML Shared Library
+    Not Found"). None (probe as usual) where pynvml is not installed or already imported (or stood in for, as tests
+    do), on other platforms, or when the library loads."""
+    import sys  # noqa: PLC0415
+
+    if not sys.platform.startswith("linux") or "pynvml" in sys.modules:
+        return None
+    import importlib.util  # noqa: PLC0415
+    import ctypes  # noqa: PLC0415
+
+    try:
+        if importlib.util.find_spec("pynvml") is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    try:
+        ctypes.CDLL(_NVML_LINUX_LIBRARY)
+    except OSError:
+        return f"no NVIDIA GPU found (NVML: {_nvml_reason(Exception('NVML Shared Library Not Found'))})"
+    return None
+
+
 def _probe_nvml() -> tuple[list[GpuInfo], str]:
     """Return (gpus, gpu_status). Never raises."""
+    missing = _nvml_library_missing()
+    if missing:
+        return [], missing
     try:
         import pynvml  # lazy: nvidia-ml-py; only needed when probing
     except Exception as exc:  # ImportError, or a broken install
