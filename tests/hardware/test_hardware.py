@@ -109,6 +109,34 @@ def test_probe_driver_not_loaded(monkeypatch):
     assert host.gpu_status.startswith("no NVIDIA GPU found (NVML: driver not loaded); no AMD, Apple or Intel GPU")
 
 
+def test_nvml_library_precheck_matches_pynvml():
+    # Where libnvidia-ml.so.1 does not load, the ctypes pre-check (no pynvml import) must give the status pynvml's
+    # own nvmlInit gives (NVMLError_LibraryNotFound) - measured here by running pynvml itself.
+    import ctypes
+    import importlib.util
+
+    if not sys.platform.startswith("linux") or importlib.util.find_spec("pynvml") is None:
+        pytest.skip("the pre-check is for Linux with nvidia-ml-py installed")
+    try:
+        ctypes.CDLL(hardware._NVML_LINUX_LIBRARY)
+        pytest.skip("NVML loads on this machine")
+    except OSError:
+        pass
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+        pytest.skip("NVML initialised")  # pragma: no cover
+    except Exception as exc:  # noqa: BLE001 - whatever pynvml raises, its status text
+        reference = f"no NVIDIA GPU found (NVML: {hardware._nvml_reason(exc)})"
+    saved = sys.modules.pop("pynvml")
+    try:
+        assert hardware._nvml_library_missing() == reference
+        assert hardware._probe_nvml() == ([], reference)
+    finally:
+        sys.modules["pynvml"] = saved
+
+
 def test_probe_without_pynvml(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
     host = probe_host()
