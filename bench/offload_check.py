@@ -55,7 +55,7 @@ def rows() -> list[dict]:
     return out
 
 
-def copy_points(load_mode: str) -> list[dict]:
+def copy_points(load_mode: str, instances: tuple | None = None) -> list[dict]:
     """The pp512 rows with host blocks in ``load_mode``: the bytes one 512-token micro-batch copies to the GPU (the
     host blocks' dense weights plus the routed experts the file's router uses, SYNTHETIC_ROUTING) and the prompt time
     above the model's all-on-GPU pp512 row (the same instance's where it has one, else the shipped row)."""
@@ -71,6 +71,8 @@ def copy_points(load_mode: str) -> list[dict]:
     out = []
     for p in pts:
         if not p.blocks_on_host or (p.row.get("load_mode") or "mmap") != load_mode:
+            continue
+        if instances is not None and p.row.get("instance") not in instances:
             continue
         spec = specs[p.row["model_id"]]
         ngl = int(p.row["n_gpu_layers"])
@@ -89,10 +91,11 @@ def rate_fit(pts: list[dict]) -> float:
     return sum(p["copy_bytes"] ** 2 for p in pts) / sum(p["copy_bytes"] * p["extra_s"] for p in pts)
 
 
-def copy_rate_fit(load_mode: str) -> dict:
-    """The copy rate of ``load_mode``'s rows, and its leave-one-model-out: each model's extra prompt times predicted
-    at the rate fitted on the other models' rows (error = predicted / measured - 1)."""
-    pts = copy_points(load_mode)
+def copy_rate_fit(load_mode: str, instances: tuple | None = None) -> dict:
+    """The copy rate of ``load_mode``'s rows (only those of ``instances`` when given), and its leave-one-model-out:
+    each model's extra prompt times predicted at the rate fitted on the other models' rows (error = predicted /
+    measured - 1)."""
+    pts = copy_points(load_mode, instances)
     lomo = []
     for mid in sorted({p["model"] for p in pts}):
         rest = [p for p in pts if p["model"] != mid]
