@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -62,6 +63,37 @@ def private_cache_dir(name: str) -> "Path | None":
     if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
         return None
     return d
+
+
+PRIVATE_CACHE_FILES = 8  # files kept per private cache folder (checkouts, versions), newest first
+
+
+def read_private_json(f: "Path | None"):
+    """The JSON an earlier run stored in ``f`` (data, never code), or None when absent, unreadable, not valid JSON or
+    not this user's own file (owned by another user, or writable by others)."""
+    if f is None or not f.is_file():
+        return None
+    try:
+        st = f.stat()
+        if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
+            return None
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_private_json(f: Path, text: str) -> None:
+    """Store ``text`` (JSON) in ``f`` for this user alone (0600), atomically (a temporary file replaced into place),
+    keeping the newest PRIVATE_CACHE_FILES files of its folder; a cache that cannot be written is skipped."""
+    tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, f)
+        for old in sorted(f.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-PRIVATE_CACHE_FILES]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def caches_off() -> bool:

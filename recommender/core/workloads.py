@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Optional
 
 
 from recommender.core.errors import UserError
 from recommender.core.fuzzy import resolve
-from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
+from recommender.core.paths import (PROFILES_DIR, caches_off, private_cache_dir, read_private_json,
+                                    write_private_json)
 from recommender.core.records import Workload
 
 DEFAULT_WORKLOAD = "chat"
@@ -59,36 +59,23 @@ def _cached(cache: tuple[Optional[Path], Any]) -> Optional[list]:
     """The parsed files of an unchanged directory as an earlier run stored them (JSON: data, never code); None when
     absent, unreadable, not this user's own file or for another key."""
     f, key = cache
-    if f is None or not f.is_file():
+    data = read_private_json(f)
+    if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("files"), list):
         return None
-    try:
-        st = f.stat()
-        if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
-            return None
-        data = json.loads(f.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("files"), list):
-            return None
-        return data["files"]
-    except (OSError, ValueError):
-        return None
+    return data["files"]
 
 
 def _store(cache: tuple[Optional[Path], Any], datas: list) -> None:
     f, key = cache
     if f is None:
         return
-    tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
     try:
         text = json.dumps({"key": key, "files": datas})
         if json.loads(text)["files"] != datas:  # only YAML that JSON keeps exactly is cached
             return
-        tmp.write_text(text, encoding="utf-8")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, f)
-        for old in sorted(f.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-8]:
-            old.unlink(missing_ok=True)
-    except (OSError, TypeError, ValueError):
-        tmp.unlink(missing_ok=True)
+    except (TypeError, ValueError):
+        return
+    write_private_json(f, text)
 
 
 def _read_workloads(paths: list[Path], cache: tuple[Optional[Path], Any]) -> dict[str, Workload]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -22,7 +21,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from recommender.core.errors import UserError
-from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir
+from recommender.core.paths import PROFILES_DIR, caches_off, private_cache_dir, read_private_json, write_private_json
 from recommender.core.records import HardwareProfile
 from recommender.core.units import GIB, MIB, parse_bandwidth, parse_memory
 from recommender.hardware import cpu_bench
@@ -158,7 +157,6 @@ def load_profiles(directory: Path | str | None = None) -> list[HardwareProfile]:
 
 
 PROFILE_CACHE_VERSION = 1  # of the cached layout; the records' schema is checked again on every read
-PROFILE_CACHE_FILES = 8  # cached directories kept (checkouts, versions)
 
 
 def _profile_cache_file(key: tuple) -> Optional[Path]:
@@ -174,35 +172,19 @@ def _profile_cache_file(key: tuple) -> Optional[Path]:
 def _cached_profiles(key: tuple) -> Optional[list[HardwareProfile]]:
     """The profiles of an unchanged directory as parsed by an earlier run, validated again (JSON: data, never
     code); None when absent, unreadable or not this user's own file."""
-    f = _profile_cache_file(key)
-    if f is None or not f.is_file():
-        return None
+    data = read_private_json(_profile_cache_file(key))
     try:
-        st = f.stat()
-        if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
-            return None
-        data = json.loads(f.read_text(encoding="utf-8"))
-        if data.get("key") != json.loads(json.dumps(key)):
+        if not isinstance(data, dict) or data.get("key") != json.loads(json.dumps(key)):
             return None
         return [HardwareProfile.model_validate(p) for p in data["profiles"]]
-    except (OSError, ValueError, KeyError, TypeError, ValidationError):
+    except (ValueError, KeyError, TypeError, ValidationError):
         return None
 
 
 def _store_profiles(key: tuple, profiles: list[HardwareProfile]) -> None:
     f = _profile_cache_file(key)
-    if f is None:
-        return
-    tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps({"key": key, "profiles": [p.model_dump(mode="json") for p in profiles]}),
-                       encoding="utf-8")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, f)
-        for old in sorted(f.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-PROFILE_CACHE_FILES]:
-            old.unlink(missing_ok=True)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    if f is not None:
+        write_private_json(f, json.dumps({"key": key, "profiles": [p.model_dump(mode="json") for p in profiles]}))
 
 
 def _read_profiles(d: Path) -> list[HardwareProfile]:
