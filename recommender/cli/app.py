@@ -8,25 +8,20 @@ command, --help, a name that is not a command, shell completion - gets the whole
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from typing import Callable, Optional
 
-# The imports below build objects that all stay as long as the process: the collector is off while they run and
-# they are then frozen (gc.freeze: out of its sight), so neither they nor the first collection after them pass over
-# what an import made (re-enabled as it was, a collection over all of it came at the next allocation: ~20 ms).
-_collecting = gc.isenabled()
-gc.disable()
+from recommender.core.collector import collector_paused, imports_begin, imports_end
+
+_collecting = imports_begin()  # what these imports build stays as long as the process (recommender.core.collector)
 
 import typer
 
 from recommender.cli.common import deferred, run_app, state
-from recommender.core.collector import collector_paused
 
-gc.freeze()
-if _collecting:
-    gc.enable()
+imports_end(_collecting)
+
 
 # name -> its command function, imported when asked for (recommender.cli.common.deferred: the module's name a
 # literal, so tests/house/test_layering.py reads it as an import): the commands in the order `recommender --help`

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from typing import Optional
 
-# as in recommender/cli/app.py: the collector off over the imports, what they made then frozen out of its sight
-_collecting = gc.isenabled()
-gc.disable()
+from recommender.core.collector import collector_paused, imports_begin, imports_end
+
+_collecting = imports_begin()  # as in recommender/cli/app.py (recommender.core.collector)
 
 import typer
 
@@ -37,11 +36,8 @@ from recommender.cli.common import (
 )
 from recommender.cli.query_opts import (build_query, INCLUDE_BASE_HELP, no_fit_hint, NORM_HELP, NormOpt,
                                         query_options, QueryOptions)
-from recommender.core.collector import collector_paused
 
-gc.freeze()
-if _collecting:
-    gc.enable()
+imports_end(_collecting)
 
 
 @query_options

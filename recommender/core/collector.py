@@ -19,3 +19,22 @@ def collector_paused():
     finally:
         if was_enabled:
             gc.enable()
+
+
+
+def imports_begin() -> bool:
+    """Before a module's imports, at its top level (tests/house/test_layering.py keeps the project's imports there):
+    the collector off; returns whether it was on, for :func:`imports_end`."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    return was_enabled
+
+
+def imports_end(was_enabled: bool) -> None:
+    """After the imports: what they built frozen out of the collector's sight (gc.freeze) - it all stays as long as
+    the process, so neither its passes nor the first collection after the imports go over it (re-enabled as it was,
+    a collection over all of it came at the next allocation: ~20 ms of a command's start, docs/benchmarks.md issue
+    26) - and the collector back as it was."""
+    gc.freeze()
+    if was_enabled:
+        gc.enable()

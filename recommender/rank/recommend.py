@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 import heapq
 import math
 from typing import Optional
 
 from pydantic import Field
 
+from recommender.core.collector import collector_paused
 from recommender.core.engines import engine_spec
 from recommender.core.freshness import dated_of, newer_sibling
 from recommender.core.records import CatalogReader, Strict
@@ -64,13 +64,8 @@ def recommend(catalog: CatalogReader, q: Query, local_weights: Optional[dict[tup
     Python's cyclic garbage collector is paused meanwhile: the ~10,000 candidate records are freed by reference
     counting as usual, and its full passes over them (they all stay alive until ranked) took about a quarter of the
     time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _recommend(catalog, q, local_weights or {})
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _recommend(catalog: CatalogReader, q: Query, local_weights: dict[tuple[str, str, str], str]) -> Recommendation:
