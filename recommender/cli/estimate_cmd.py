@@ -15,6 +15,7 @@ from recommender.core.workloads import DEFAULT_WORKLOAD, get_workload
 from recommender.hardware.multi import planning_machine
 from recommender.hardware.profiles import load_profiles
 from recommender.predict import constants as C
+from recommender.predict.analytical import check_load_mode
 from recommender.predict.predictor import Config, Predictor
 from recommender.predict.serving import Slo
 from recommender.predict.split import ENGINE_MODES, SplitPlan, check_plan, default_plan
@@ -72,8 +73,7 @@ def estimate_command(
         offload = [e.name for e in ENGINE_SPECS if e.partial_offload]
         raise UserError(f"--gpu-layers (partial offload) is modelled for {', '.join(offload)}, not {eng}",
                         hint=f"drop --gpu-layers, or use --engine {offload[0]}")
-    if load_mode not in C.LLAMA_CPP_LOAD_MODES:
-        raise UserError(f"unknown --load-mode {load_mode!r}", hint=f"one of {', '.join(C.LLAMA_CPP_LOAD_MODES)}")
+    check_load_mode(load_mode, "--load-mode")
     ctx = parse_tokens(context)
     slo = Slo(ttft_ms=parse_latency_ms(slo_ttft, "--slo-ttft") if slo_ttft else None,
               tpot_ms=parse_latency_ms(slo_tpot, "--slo-tpot") if slo_tpot else None) if slo_ttft or slo_tpot else None

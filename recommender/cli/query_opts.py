@@ -15,6 +15,7 @@ from recommender.core.errors import UserError
 from recommender.core.units import parse_latency_ms, parse_tokens
 from recommender.model.quant import resolve_quant
 from recommender.predict import constants as C
+from recommender.predict.analytical import check_load_mode
 from recommender.core.workloads import get_workload
 from recommender.hardware.multi import planning_machine
 from recommender.rank.query import Query
@@ -110,9 +111,9 @@ def _options() -> dict[str, object]:
                                                             "figure; a CPU's is measured here (a few seconds, once)."),
         "ram": typer.Option(None, "--ram", help="Host RAM for llama.cpp partial offload: 64 (GiB), 64GB. Default: "
                                                 "this machine's RAM, less 10 % (at least 4 GiB)."),
-        "load_mode": typer.Option("mmap", "--load-mode", help="llama.cpp load mode of partial-offload plans: mmap "
-                                                          "(its default) or none (--no-mmap: host weights in "
-                                                          "pinned memory, prompt copies about 5x faster)."),
+        "load_mode": typer.Option(C.LLAMA_CPP_DEFAULT_LOAD_MODE, "--load-mode",
+                                  help="llama.cpp load mode of partial-offload plans: mmap (its default) or none "
+                                       "(--no-mmap: host weights in pinned memory, prompt copies about 5x faster)."),
         "risk": typer.Option(RiskOpt.moderate, "--risk", help="Which task accuracy ranks: neutral = the point value, "
                                                               "moderate = its 16th percentile (mean - 1 SD), averse "
                                                               "= its 5th percentile; an estimate with a wide interval "
@@ -156,9 +157,7 @@ def build_query(opts: QueryOptions, normalization: str, include_base: bool = Fal
     quants = [resolve_quant(x) for x in (o.quant or [])]
     engines = [resolve_engine(e) for e in (o.engine or [])]
     max_ms = parse_latency_ms(o.max_latency) if o.max_latency is not None else None
-    load_mode = o.load_mode or C.LLAMA_CPP_DEFAULT_LOAD_MODE
-    if load_mode not in C.LLAMA_CPP_LOAD_MODES:
-        raise UserError(f"unknown --load-mode {load_mode!r}", hint=f"one of {', '.join(C.LLAMA_CPP_LOAD_MODES)}")
+    load_mode = check_load_mode(o.load_mode or C.LLAMA_CPP_DEFAULT_LOAD_MODE, "--load-mode")
     upd = {}
     if o.context:
         upd["contexts"] = sorted({parse_tokens(c) for c in o.context})

@@ -399,6 +399,14 @@ def memory(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, con
                   runtime_basis, total)
 
 
+def check_load_mode(mode: str, name: str = "llama.cpp load mode") -> str:
+    """``mode`` when it is one of llama.cpp's load modes (constants.LLAMA_CPP_LOAD_MODES), else a UserError naming
+    ``name`` (the option the user typed, for the CLI)."""
+    if mode not in C.LLAMA_CPP_LOAD_MODES:
+        raise UserError(f"unknown {name} {mode!r}", hint=f"one of {', '.join(C.LLAMA_CPP_LOAD_MODES)}")
+    return mode
+
+
 def routed_copy_fraction(spec: ModelSpec, moe, ub_tokens, gpu_layers: Optional[int],
                          routed_experts_used: Optional[tuple[float, ...]] = None, vec: bool = False):
     """Share of a host-resident routed-expert tensor one prompt micro-batch of ``ub_tokens`` copies to the GPU, and
@@ -436,8 +444,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     ``routed_experts_used``: measured distinct routed experts per layer (layer 0 first) in one prompt micro-batch, for
     a file whose router is known not to spread tokens as a trained one does (the random-weight benchmark files); by
     default a micro-batch's T tokens use E(1-(1-k/E)^T) of E experts per layer."""
-    if load_mode not in C.LLAMA_CPP_LOAD_MODES:
-        raise UserError(f"unknown llama.cpp load mode {load_mode!r}: one of {', '.join(C.LLAMA_CPP_LOAD_MODES)}")
+    check_load_mode(load_mode)
     m = mem or memory(spec, quant, engine, hw, context_tokens=context_tokens, batch=batch,
                       prompt_tokens=prompt_tokens, output_tokens=output_tokens, kv_dtype=kv_dtype, variant=variant,
                       gpu_layers=gpu_layers)

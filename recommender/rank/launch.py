@@ -35,6 +35,7 @@ from recommender.core.records import HardwareProfile, Strict
 from recommender.hardware.multi import MultiGpu
 from recommender.model.quant import QUANTS
 from recommender.core.engines import engine_spec
+from recommender.predict.constants import LLAMA_CPP_DEFAULT_LOAD_MODE
 from recommender.predict.engines.llama_cpp import LLAMA_CPP_N_UBATCH, llama_cpp_flash_attn
 from recommender.predict.engines.sglang import reserve_mib
 from recommender.predict.engines.vllm import VLLM_GPU_MEMORY_UTILIZATION, VLLM_MAX_NUM_BATCHED_TOKENS
@@ -169,8 +170,9 @@ def _llama_model_args(w: Optional[WeightsFile], model: str, quant: str, local: O
     return ["-m", _local_name(model, quant)]
 
 
-def _llama_plan(c, hw: HardwareProfile, machine: Optional[MultiGpu]) -> dict:
-    """The llama.cpp settings of a plan, engine-neutral: ctx, slots, layers, fa, kv, split."""
+def _llama_plan(c, hw: HardwareProfile, machine: Optional[MultiGpu], load_mode: str) -> dict:
+    """The llama.cpp settings of a plan, engine-neutral: ctx, slots, layers, fa, kv, split, and no_mmap: a
+    partial-offload plan in load mode "none" (its prompt copies were priced at the pinned rate) runs without mmap."""
     layers = 0 if hw.backend == "cpu" else (ALL_LAYERS if c.gpu_layers is None else c.gpu_layers)
     split_mode, ts = None, None
     if c.split is not None:
@@ -181,7 +183,8 @@ def _llama_plan(c, hw: HardwareProfile, machine: Optional[MultiGpu]) -> dict:
         split_mode = "none"
     return {"ctx": c.context_tokens * c.batch, "slots": c.batch, "layers": layers,
             "fa": llama_cpp_flash_attn(hw), "kv": c.kv_dtype, "split": split_mode, "ts": ts,
-            "ubatch": int(LLAMA_CPP_N_UBATCH.value), "nbatch": LLAMA_CPP_N_BATCH}
+            "ubatch": int(LLAMA_CPP_N_UBATCH.value), "nbatch": LLAMA_CPP_N_BATCH,
+            "no_mmap": load_mode == "none" and c.gpu_layers is not None}
 
 
 def _llama_server(c, p: dict, w, local, tool: str = "llama-server") -> LaunchCommand:
@@ -204,6 +207,8 @@ def _llama_server(c, p: dict, w, local, tool: str = "llama-server") -> LaunchCom
         notes.append(f"llama-cli runs one conversation: the plan's batch {c.batch} needs llama-server -np {c.batch}")
     if not p["fa"] and p["kv"] != "f16":
         notes.append("llama.cpp needs flash attention for a quantized V cache: the plan's KV type may be refused")
+    if p["no_mmap"]:
+        argv.append("--no-mmap")
     return LaunchCommand(tool=tool, argv=argv, url=f"http://{HOST}:{PORTS[tool]}/v1" if tool == "llama-server"
                          else None, notes=notes)
 
@@ -225,6 +230,8 @@ def _llama_cpp_python(c, p: dict, w, local) -> LaunchCommand:
     if p["ts"]:
         argv += ["--tensor_split", *(f"{x:g}" for x in p["ts"])]
     argv += ["--host", HOST, "--port", str(PORTS[tool])]
+    if p["no_mmap"]:
+        argv += ["--use_mmap", "false"]
     notes = [f"--type_k/--type_v {GGML_TYPE_IDS[p['kv']]} = ggml type {p['kv']}"]
     if c.batch > 1:
         notes.append(f"llama_cpp.server answers one request at a time: the plan's batch {c.batch} is not reproduced "
@@ -320,8 +327,8 @@ def _sglang(c, machine: Optional[MultiGpu], hw: HardwareProfile, w, local) -> La
     return LaunchCommand(tool="sglang", argv=argv, env=env, url=f"http://{HOST}:{PORTS['sglang']}/v1", notes=notes)
 
 
-def _llama_recipes(c, hw, machine, w, local) -> list[LaunchCommand]:
-    p = _llama_plan(c, hw, machine)
+def _llama_recipes(c, hw, machine, w, local, load_mode) -> list[LaunchCommand]:
+    p = _llama_plan(c, hw, machine, load_mode)
     cmds = [_llama_server(c, p, w, local), _llama_cpp_python(c, p, w, local),
             _llama_server(c, p, w, local, tool="llama-cli"), _ollama(c, p, w, local)]
     if hw.backend == "metal":
@@ -332,14 +339,14 @@ def _llama_recipes(c, hw, machine, w, local) -> list[LaunchCommand]:
 # the recipes of each planned engine, by its record's name (core.engines): a new engine adds its entry here
 _RECIPES = {
     "llama.cpp": _llama_recipes,
-    "vllm": lambda c, hw, machine, w, local: [_vllm(c, machine, w, local)],
-    "sglang": lambda c, hw, machine, w, local: [_sglang(c, machine, hw, w, local)],
-    "transformers": lambda c, hw, machine, w, local: [_transformers(c, w, local)],
+    "vllm": lambda c, hw, machine, w, local, load_mode: [_vllm(c, machine, w, local)],
+    "sglang": lambda c, hw, machine, w, local, load_mode: [_sglang(c, machine, hw, w, local)],
+    "transformers": lambda c, hw, machine, w, local, load_mode: [_transformers(c, w, local)],
 }
 
 
 def launch_recipe(c, hw: HardwareProfile, machine: Optional[MultiGpu] = None,
-                  local_weights: Optional[str] = None, load_mode: str = "mmap") -> Launch:
+                  local_weights: Optional[str] = None, load_mode: str = LLAMA_CPP_DEFAULT_LOAD_MODE) -> Launch:
     """The launch recipe of a candidate (a Prediction: model, quant, engine, context, batch, KV dtype, GPU layers,
     split) planned for ``hw`` (one GPU of ``machine`` when it has several). ``local_weights``: a file or folder on
     this machine to run instead of a download. ``load_mode`` "none": a llama.cpp partial-offload plan runs with
@@ -349,11 +356,5 @@ def launch_recipe(c, hw: HardwareProfile, machine: Optional[MultiGpu] = None,
     w = weights[0] if weights else None
     note = "" if weights else (f"no known public file of {c.model} at {c.quant} for {c.engine} "
                                f"(sources/weights/repos.csv): quantize it yourself or bring your own")
-    cmds = _RECIPES[c.engine](c, hw, machine, w, local_weights)
-    if load_mode == "none" and getattr(c, "gpu_layers", None) is not None:
-        for cmd in cmds:
-            if cmd.tool in ("llama-server", "llama-cli"):
-                cmd.argv.append("--no-mmap")
-            elif cmd.tool == "llama_cpp.server":
-                cmd.argv += ["--use_mmap", "false"]
+    cmds = _RECIPES[c.engine](c, hw, machine, w, local_weights, load_mode)
     return Launch(engine=c.engine, weights=weights, weights_note=note, commands=cmds)

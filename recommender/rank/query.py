@@ -9,6 +9,7 @@ from pydantic import Field
 
 from recommender.core.records import HardwareProfile, Strict, Workload
 from recommender.hardware.multi import MultiGpu
+from recommender.predict.constants import LLAMA_CPP_DEFAULT_LOAD_MODE
 from recommender.score.weighted import READING_TPOT_MS
 
 LatencyMetric = Literal["ttft", "tpot", "e2e"]
@@ -34,7 +35,8 @@ class Query(Strict):
     top: int = 10
     # host RAM partial offload may use (llama.cpp n_gpu_layers below all): None = no offload candidates
     host_ram_bytes: Optional[int] = None
-    load_mode: str = "mmap"  # llama.cpp's load mode for partial-offload plans: mmap (its default) or none (--no-mmap)
+    # llama.cpp's load mode for partial-offload plans: mmap (its default) or none (--no-mmap)
+    load_mode: str = LLAMA_CPP_DEFAULT_LOAD_MODE
     # the task accuracy the score ranks on (recommender.rank.quality.ranked_accuracy): neutral = the point value,
     # moderate = its 16th percentile, averse = its 5th percentile
     risk: Literal["neutral", "moderate", "averse"] = "moderate"
