@@ -311,20 +311,31 @@ class CandidateBuilder:
                 mpos, ctx, prompt, over = mpos[over], ctx[over], prompt[over], over[over]
                 spec = Columns(recs, mpos, shared["spec"])
                 variant = Columns(shared[quant][0], mpos, shared[quant][1])
-            lo = np.ones(len(rows), dtype=np.int64)
+            # every n_gpu_layers 1..num_layers of every row in one call of the memory terms (the Python cost is per
+            # call, the arithmetic per element), then the bisection below walks that grid: the same steps, the same
+            # answer as evaluating the memory at each step
             hi = np.maximum(spec.num_layers, 1).astype(np.int64)
+            width = int(hi.max())
+            grid_n = np.minimum(np.arange(1, width + 1)[None, :], hi[:, None]).reshape(-1)
+            rep = np.repeat(np.arange(len(rows)), width)
+            g = Columns(recs, mpos[rep], shared["spec"]), Columns(shared[quant][0], mpos[rep], shared[quant][1])
+            m = memory(g[0], quant, engine, q.hardware, context_tokens=ctx[rep], batch=batch,
+                       prompt_tokens=prompt[rep], output_tokens=wl.output_tokens, variant=g[1], gpu_layers=grid_n)
+            fits = (m.total_bytes <= target).reshape(len(rows), width)  # [row, n - 1]
+            host = (m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes)).reshape(len(rows), width)
+            at = np.arange(len(rows))
+            lo = np.ones(len(rows), dtype=np.int64)
             best = np.zeros(len(rows), dtype=np.int64)  # 0: not even the output layer fits
             while True:
                 active = over & (lo <= hi)
                 if not active.any():
                     break
                 n = np.where(active, (lo + hi) // 2, 1)
-                fit = mem(n).total_bytes <= target
+                fit = fits[at, n - 1]
                 best = np.where(active & fit, n, best)
                 lo = np.where(active & fit, n + 1, lo)
                 hi = np.where(active & ~fit, n - 1, hi)
-            m = mem(np.maximum(best, 1))
-            host_ok = m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes) <= q.host_ram_bytes
+            host_ok = host[at, np.maximum(best, 1) - 1] <= q.host_ram_bytes
             for j, i in enumerate(rows):
                 if over[j] and best[j] > 0 and host_ok[j]:
                     out[i] = int(best[j])
