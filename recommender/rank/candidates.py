@@ -557,7 +557,7 @@ class KeyTable:
         for i, k in enumerate(keys):
             if q.machine is not None or k.model in one_by_one:
                 continue
-            groups.setdefault((k.quant, k.engine, None if plain else getattr(k, "kv_dtype", None), k.batch,
+            groups.setdefault((k.quant, k.engine, None if plain else getattr(k, "kv_dtype", None),
                                k.gpu_layers is not None if plain else getattr(k, "gpu_layers", None) is not None),
                               []).append(i)
         field = LATENCY_FIELD[q.latency_metric]
@@ -569,20 +569,23 @@ class KeyTable:
         if "think" not in shared:
             shared["think"] = np.array([reasoning_tokens(s, wl.output_tokens)[0] for s in recs])
             shared["maxpos"] = np.array([s.max_position_embeddings for s in recs])
-        single_of: dict[tuple, tuple] = {}  # (quant, engine, KV dtype, offload) -> (rows, TTFT at batch 1)
-        for (quant, engine, kv, batch, offload), rows in groups.items():
+        # a group: one quantization, engine, KV dtype and offload, every batch (batch is an array dimension of the
+        # formulas; vector.predict_group splits it where the calibrated terms or measured rows need one batch)
+        for (quant, engine, kv, offload), rows in groups.items():
             idx = np.array(rows)
-            mpos = np.array([pos[keys[i].model] for i in rows])
+            gk = [keys[i] for i in rows]
+            mpos = np.array([pos[k.model] for k in gk])
             spec = Columns(recs, mpos, shared["spec"])
             if quant not in shared:
                 shared[quant] = ([b.variants.get((m, quant)) for m in ids], {})
             variant = Columns(shared[quant][0], mpos, shared[quant][1])
             pairs = [(recs[j], shared[quant][0][j]) for j in mpos.tolist()] if b.predictor.measured else None
             think = shared["think"][mpos]
-            ctx = np.array([keys[i].context_tokens for i in rows])
+            ctx = np.array([k.context_tokens for k in gk])
+            batch = np.array([k.batch for k in gk], dtype=np.int64)
             n_out = wl.output_tokens + think  # decoded tokens: hidden reasoning, then the visible answer
             prompt = np.minimum(wl.prompt_tokens, np.maximum(ctx - n_out, 1))
-            gl = np.array([keys[i].gpu_layers for i in rows]) if offload else None  # llama.cpp n_gpu_layers
+            gl = np.array([k.gpu_layers for k in gk]) if offload else None  # llama.cpp n_gpu_layers
             t = predict_group(b.predictor, spec, variant, quant, engine, ctx, batch, prompt, n_out, kv_dtype=kv,
                               gpu_layers=gl, rows=pairs, load_mode=q.load_mode)
             known = ~np.isnan(t.ttft_ms) & ~np.isnan(t.tpot_ms)
@@ -597,20 +600,15 @@ class KeyTable:
                 ex |= True
             if q.max_latency_ms is not None:
                 ex |= np.isnan(lat) | (lat > q.max_latency_ms)
-            single = t.ttft_ms
-            same = (tuple(mpos.tolist()), tuple(ctx.tolist()), None if gl is None else tuple(gl.tolist()))
-            if batch == 1:
-                single_of[(quant, engine, kv, offload)] = (same, single)
-            else:  # serving needs the same configuration's TTFT at batch 1 (Predictor.serving)
-                hit = single_of.get((quant, engine, kv, offload))
-                if hit is not None and hit[0] == same:
-                    single = hit[1]
-                else:
-                    single = predict_group(b.predictor, spec, variant, quant, engine, ctx, 1, prompt, n_out,
-                                           kv_dtype=kv, gpu_layers=gl, rows=pairs).ttft_ms
+            one = batch == 1
+            if one.all():
+                single = t.ttft_ms
+            else:  # serving needs each configuration's TTFT at batch 1 (Predictor.serving): its batch-1 row's
+                single = _single_ttft(b, spec, variant, quant, engine, kv, gk, one, t.ttft_ms, ctx, prompt, n_out,
+                                      gl, pairs)
             # the serving figures without SLOs (tune's), from the figures the record holds: its TTFT is the visible
             # answer's on a latency workload (Predictor.serving reads the record's TTFT at batch 1)
-            raw = serve_arrays(vis if batch == 1 else single, vis, t.tpot_ms, batch, n_out, None)
+            raw = serve_arrays(np.where(one, vis, single), vis, t.tpot_ms, batch, n_out, None)
             for c in ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s"):
                 a[c][idx] = raw[c]
             a["output_throughput_tokens_per_s"][idx] = raw["output_throughput_tokens_per_s"]
@@ -721,6 +719,25 @@ class KeyTable:
                 r = Row(self, i)
             self._rows[i] = r
         return r
+
+
+def _single_ttft(b: CandidateBuilder, spec: Columns, variant: Columns, quant: str, engine: str, kv, gk: list, one,
+                 ttft, ctx, prompt, n_out, gl, pairs):
+    """Each row's TTFT at batch 1 (a group of KeyTable, rows ``gk``; ``one``: the rows at batch 1, ``ttft`` every
+    row's TTFT): a batch-1 row's own; another's from the batch-1 row of the same model, context and n_gpu_layers, or
+    predicted at batch 1 where the group has none."""
+    import numpy as np  # noqa: PLC0415
+    at = {(k.model, k.context_tokens, getattr(k, "gpu_layers", None)): j for j, k in enumerate(gk) if one[j]}
+    src = np.array([at.get((k.model, k.context_tokens, getattr(k, "gpu_layers", None)), -1) for k in gk])
+    single = np.where(src >= 0, ttft[np.maximum(src, 0)], np.nan)
+    miss = np.flatnonzero(src < 0)
+    if len(miss):
+        sub = Columns(spec._records, spec._index[miss], spec._shared)
+        subv = Columns(variant._records, variant._index[miss], variant._shared)
+        single[miss] = predict_group(b.predictor, sub, subv, quant, engine, ctx[miss], 1, prompt[miss], n_out[miss],
+                                     kv_dtype=kv, gpu_layers=None if gl is None else gl[miss],
+                                     rows=None if pairs is None else [pairs[i] for i in miss.tolist()]).ttft_ms
+    return single
 
 
 def _value(f: Optional[Figure]) -> Optional[float]:
