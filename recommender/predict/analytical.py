@@ -27,8 +27,8 @@ from recommender.predict import constants as C
 from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
     MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, any_true, attention_layers, clear_memos, compressed, decode_flops,
     indexer_key_elements_per_token, is_array,
-    maximum, minimum, per_model, per_record, power, prefill_flops, prefill_flops_parts, recurrent_state_bytes, round_int,
-    round_up, to_int, where)
+    maximum, minimum, per_model, per_record, power, prefill_flops, prefill_flops_parts, recurrent_state_bytes,
+    round_int, round_up, to_int, where)
 from recommender.predict.engines import rules_for
 from recommender.predict.engines.llama_cpp import (  # noqa: F401  (llama.cpp's terms, named here for their callers)
     dsv4_kv_elements, family_speed, llama_cpp_batch_columns_ms, llama_cpp_compute_buffer, llama_cpp_flash_attn, llama_cpp_latency_terms,
