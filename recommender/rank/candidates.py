@@ -664,7 +664,8 @@ class KeyTable:
             "latency": a["latency_ms"].copy(), "ttft": a["ttft_ms"].copy(), "tpot": a["tpot_ms"].copy(),
             "vram": np.trunc(a["total_vram_bytes"]),  # a Row's total_vram_bytes is int()
             "goodput": a["goodput_per_s"].copy(), "output_throughput": a["output_throughput_tokens_per_s"].copy(),
-            "blocked": self.excluded.copy(), "batch": np.array([k.batch for k in keys], dtype=np.int64),
+            "blocked": self.excluded.copy(), "deferred": np.zeros(n, dtype=bool),
+            "batch": np.array([k.batch for k in keys], dtype=np.int64),
             "model": model, "quant": quant, "engine": engine,
             "config": (((variant * n_engine + engine) * n_ctx + ctx) * n_kv + kv),
             **{c: nan.copy() for c in QUALITY_COLUMNS}}
@@ -675,9 +676,13 @@ class KeyTable:
         self._quality_done = np.zeros(len(vuniq), dtype=bool)
         return cols
 
-    def fill(self, idx) -> None:
+    def fill(self, idx, defer: bool = False) -> None:
         """Give the columns of keys ``idx`` their quality figures (CandidateBuilder.quality_figures, per variant)
-        and, for the keys the vector path leaves out, the figures of their records (built here, one by one)."""
+        and, for the keys the vector path leaves out, the figures of their records (built here, one by one).
+        ``defer`` (a value-method ranking): such a key whose memory alone is above the budget (CandidateBuilder.build
+        with ``screen``: an OverBudget) is not predicted - its columns hold the best case of its latency, TTFT, TPOT
+        and goodput (score.order.lower_bound_costs), ``deferred`` is set, and ``resolve`` gives its record's figures
+        when the ranking needs them (score.order.rank_arrays)."""
         import numpy as np  # noqa: PLC0415
 
         cols = self.columns()
@@ -693,13 +698,33 @@ class KeyTable:
         for j, name in enumerate(QUALITY_COLUMNS):
             cols[name][todo] = qual[vcode[todo], j]
         for i in todo[~self.vectorized[todo]].tolist():  # built one by one: the record's figures
-            c = self.row(i)
-            for name, x in (("latency", c.latency_ms), ("ttft", c.ttft_ms), ("tpot", c.tpot_ms),
-                            ("vram", c.total_vram_bytes), ("goodput", c.goodput_per_s),
-                            ("output_throughput", _value(c.figures.get("output_throughput_tokens_per_s")))):
-                cols[name][i] = float("nan") if x is None else x
-            cols["blocked"][i] = bool(c.excluded)
+            if defer and i not in self._rows:
+                k = self.keys[i]
+                r = build_key(b, k, screen=True) if isinstance(k, CandidateKey) else b.build(
+                    k.model, k.quant, k.engine, k.context_tokens, k.batch, kv_dtype=getattr(k, "kv_dtype", None),
+                    gpu_layers=getattr(k, "gpu_layers", None), screen=True)
+                if isinstance(r, OverBudget):  # excluded by its memory: its latency's best case until resolved
+                    cols["latency"][i] = cols["ttft"][i] = cols["tpot"][i] = 0.0
+                    cols["goodput"][i], cols["output_throughput"][i] = math.inf, math.nan
+                    cols["vram"][i], cols["blocked"][i], cols["deferred"][i] = r.total_vram_bytes, True, True
+                    continue
+                self._rows[i] = r
+            self._record_columns(i)
         self._filled[todo] = True
+
+    def _record_columns(self, i: int) -> None:
+        """The columns of key ``i`` (not vectorized) from its record."""
+        cols, c = self._columns, self.row(i)
+        for name, x in (("latency", c.latency_ms), ("ttft", c.ttft_ms), ("tpot", c.tpot_ms),
+                        ("vram", c.total_vram_bytes), ("goodput", c.goodput_per_s),
+                        ("output_throughput", _value(c.figures.get("output_throughput_tokens_per_s")))):
+            cols[name][i] = float("nan") if x is None else x
+        cols["blocked"][i] = bool(c.excluded)
+        cols["deferred"][i] = False
+
+    def resolve(self, i: int) -> None:
+        """A deferred key's (fill) columns from its record, built now."""
+        self._record_columns(i)
 
     def record(self, i: int) -> Candidate:
         """Key i's Candidate (CandidateBuilder.build): the record of a Row, or the one built for it."""
