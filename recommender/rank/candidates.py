@@ -571,21 +571,31 @@ class KeyTable:
             shared["maxpos"] = np.array([s.max_position_embeddings for s in recs])
         # a group: one quantization, engine, KV dtype and offload, every batch (batch is an array dimension of the
         # formulas; vector.predict_group splits it where the calibrated terms or measured rows need one batch)
+        # the keys' fields as arrays, read once (a group takes its rows' elements)
+        if n and plain:
+            k_model, _q, _e, k_ctx, k_batch, _s, k_gl = zip(*keys)
+        else:
+            k_model, k_ctx, k_batch = ([getattr(k, f) for k in keys] for f in ("model", "context_tokens", "batch"))
+            k_gl = [getattr(k, "gpu_layers", None) for k in keys]
+        all_mpos = np.fromiter(map(pos.get, k_model, [0] * n), dtype=np.int64, count=n) if n else np.zeros(0, int)
+        all_ctx = np.array(k_ctx, dtype=np.int64)
+        all_batch = np.array(k_batch, dtype=np.int64)
+        all_gl = np.array([-1 if g is None else g for g in k_gl], dtype=np.int64) if groups and any(
+            off for *_x, off in groups) else None
         for (quant, engine, kv, offload), rows in groups.items():
             idx = np.array(rows)
-            gk = [keys[i] for i in rows]
-            mpos = np.array([pos[k.model] for k in gk])
+            mpos = all_mpos[idx]
             spec = Columns(recs, mpos, shared["spec"])
             if quant not in shared:
                 shared[quant] = ([b.variants.get((m, quant)) for m in ids], {})
             variant = Columns(shared[quant][0], mpos, shared[quant][1])
             pairs = [(recs[j], shared[quant][0][j]) for j in mpos.tolist()] if b.predictor.measured else None
             think = shared["think"][mpos]
-            ctx = np.array([k.context_tokens for k in gk])
-            batch = np.array([k.batch for k in gk], dtype=np.int64)
+            ctx = all_ctx[idx]
+            batch = all_batch[idx]
             n_out = wl.output_tokens + think  # decoded tokens: hidden reasoning, then the visible answer
             prompt = np.minimum(wl.prompt_tokens, np.maximum(ctx - n_out, 1))
-            gl = np.array([k.gpu_layers for k in gk]) if offload else None  # llama.cpp n_gpu_layers
+            gl = all_gl[idx] if offload else None  # llama.cpp n_gpu_layers
             t = predict_group(b.predictor, spec, variant, quant, engine, ctx, batch, prompt, n_out, kv_dtype=kv,
                               gpu_layers=gl, rows=pairs, load_mode=q.load_mode)
             known = ~np.isnan(t.ttft_ms) & ~np.isnan(t.tpot_ms)
@@ -604,7 +614,7 @@ class KeyTable:
             if one.all():
                 single = t.ttft_ms
             else:  # serving needs each configuration's TTFT at batch 1 (Predictor.serving): its batch-1 row's
-                single = _single_ttft(b, spec, variant, quant, engine, kv, gk, one, t.ttft_ms, ctx, prompt, n_out,
+                single = _single_ttft(b, spec, variant, quant, engine, kv, mpos, one, t.ttft_ms, ctx, prompt, n_out,
                                       gl, pairs)
             # the serving figures without SLOs (tune's), from the figures the record holds: its TTFT is the visible
             # answer's on a latency workload (Predictor.serving reads the record's TTFT at batch 1)
@@ -746,16 +756,22 @@ class KeyTable:
         return r
 
 
-def _single_ttft(b: CandidateBuilder, spec: Columns, variant: Columns, quant: str, engine: str, kv, gk: list, one,
+def _single_ttft(b: CandidateBuilder, spec: Columns, variant: Columns, quant: str, engine: str, kv, mpos, one,
                  ttft, ctx, prompt, n_out, gl, pairs):
-    """Each row's TTFT at batch 1 (a group of KeyTable, rows ``gk``; ``one``: the rows at batch 1, ``ttft`` every
-    row's TTFT): a batch-1 row's own; another's from the batch-1 row of the same model, context and n_gpu_layers, or
-    predicted at batch 1 where the group has none."""
+    """Each row's TTFT at batch 1 (a group of KeyTable: its rows' model positions ``mpos``, contexts ``ctx`` and
+    n_gpu_layers ``gl``; ``one``: the rows at batch 1, ``ttft`` every row's TTFT): a batch-1 row's own; another's
+    from the batch-1 row of the same model, context and n_gpu_layers, or predicted at batch 1 where there is none."""
     import numpy as np  # noqa: PLC0415
-    at = {(k.model, k.context_tokens, getattr(k, "gpu_layers", None)): j for j, k in enumerate(gk) if one[j]}
-    src = np.array([at.get((k.model, k.context_tokens, getattr(k, "gpu_layers", None)), -1) for k in gk])
-    single = np.where(src >= 0, ttft[np.maximum(src, 0)], np.nan)
-    miss = np.flatnonzero(src < 0)
+    # one integer per (model, context, n_gpu_layers); the rows at batch 1 sorted by it, each row's found by bisection
+    code = (mpos * (int(ctx.max()) + 1) + ctx) * ((int(gl.max()) + 2) if gl is not None else 1) + (
+        0 if gl is None else gl + 1)
+    at = np.flatnonzero(one)
+    order = np.argsort(code[at], kind="stable")
+    have = code[at][order]
+    where_ = np.minimum(np.searchsorted(have, code), max(len(have) - 1, 0))
+    found = (have[where_] == code) if len(have) else np.zeros(len(code), dtype=bool)
+    single = np.where(found, ttft[at[order[where_]]] if len(have) else np.nan, np.nan)
+    miss = np.flatnonzero(~found)
     if len(miss):
         sub = Columns(spec._records, spec._index[miss], spec._shared)
         subv = Columns(variant._records, variant._index[miss], variant._shared)
