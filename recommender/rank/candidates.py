@@ -655,16 +655,18 @@ class KeyTable:
         a, keys, n = self.arrays, self.keys, len(self.keys)
         nan = np.full(n, np.nan)
 
-        def codes(names: list) -> tuple:
+        def codes(names, key=None) -> tuple:
             """Integer codes in the names' sorted order: np.unique's codes, without its sort of ~100,000 strings."""
-            order = {x: j for j, x in enumerate(sorted(set(names)))}
-            return np.fromiter((order[x] for x in names), dtype=np.int64, count=len(names)), len(order)
+            order = {x: j for j, x in enumerate(sorted(set(names), key=key))}
+            return np.fromiter(map(order.__getitem__, names), dtype=np.int64, count=len(names)), len(order)
 
-        model, n_model = codes([k.model for k in keys])
-        quant, n_quant = codes([k.quant for k in keys])
-        engine, n_engine = codes([k.engine for k in keys])
-        ctx, n_ctx = codes([str(k.context_tokens) for k in keys])  # grouping only: any order
         plain = all(type(k) is CandidateKey for k in keys)  # recommend's keys: no KV dtype
+        k_model, k_quant, k_engine, k_ctx, k_batch = (tuple(zip(*keys))[:5] if n and plain else (
+            [getattr(k, f) for k in keys] for f in ("model", "quant", "engine", "context_tokens", "batch")))
+        model, n_model = codes(k_model)
+        quant, n_quant = codes(k_quant)
+        engine, n_engine = codes(k_engine)
+        ctx, n_ctx = codes(k_ctx, key=str)  # grouping only: any order
         kv, n_kv = (np.zeros(n, dtype=np.int64), 1) if plain else codes([str(getattr(k, "kv_dtype", None))
                                                                           for k in keys])
         variant = model * n_quant + quant
@@ -675,7 +677,7 @@ class KeyTable:
             "vram": np.trunc(a["total_vram_bytes"]),  # a Row's total_vram_bytes is int()
             "goodput": a["goodput_per_s"].copy(), "output_throughput": a["output_throughput_tokens_per_s"].copy(),
             "blocked": self.excluded.copy(), "deferred": np.zeros(n, dtype=bool),
-            "batch": np.array([k.batch for k in keys], dtype=np.int64),
+            "batch": np.array(k_batch, dtype=np.int64),
             "model": model, "quant": quant, "engine": engine,
             "config": (((variant * n_engine + engine) * n_ctx + ctx) * n_kv + kv),
             **{c: nan.copy() for c in QUALITY_COLUMNS}}
