@@ -52,6 +52,7 @@ QUALITY_FIGURES = ("zh_accuracy", "en_accuracy", "ppl_ratio", "task_accuracy", "
 
 
 _QP, _PPL = QUALITY_COLUMNS.index("quant_points"), QUALITY_COLUMNS.index("ppl")
+_MISSING = object()
 
 
 class Candidate(Prediction):
@@ -143,6 +144,8 @@ class CandidateBuilder:
         self._quality: dict[tuple[str, str], dict[str, Figure]] = {}
         self._quant_costs: dict[tuple, Figure] = {}
         self._quality_costs: dict[tuple[str, str], tuple[float, ...]] = {}
+        self._qp_values: dict[tuple, Optional[float]] = {}  # quality_costs' quantization costs and PPL ratios
+        self._ppl_values: dict = {}
         self._model_quality: dict[str, dict] = {}  # _quant_free of the models no probe measured
         self._ranked: dict[int, tuple[Figure, Figure]] = {}
         self._support: dict[tuple[str, str], Optional[str]] = {}
@@ -383,8 +386,15 @@ class CandidateBuilder:
                 v = quality_values(f)
             else:  # the numbers without the records (the same figures quality_figures holds)
                 f = self._model_quality.get(mid) or self._quant_free(mid, quant)
-                qp = quant_cost_value(self.quant_table, quant, self.models[mid].params_active, f["_measured"])
-                ppl = self.quality.ppl_ratio(quant, mid).value
+                # both per quant (and model size), the PPL ratio per model only where probe rows measured one
+                ck = (quant, self.models[mid].params_active, f["_measured"])
+                qp = self._qp_values.get(ck, _MISSING)
+                if qp is _MISSING:
+                    qp = self._qp_values[ck] = quant_cost_value(self.quant_table, *ck)
+                pk = (mid, quant) if self.quality._ppl_rows.get(mid) else quant
+                ppl = self._ppl_values.get(pk, _MISSING)
+                if ppl is _MISSING:
+                    ppl = self._ppl_values[pk] = self.quality.ppl_ratio(quant, mid).value
                 v = list(f["_values"])  # quality_values of the quant-free figures; the quant's two put in
                 v[_QP], v[_PPL] = math.nan if qp is None else qp, math.nan if ppl is None else ppl
                 v = tuple(v)
