@@ -481,6 +481,9 @@ def offload_wanted(q: Query, builder: "CandidateBuilder", mid: str, quant: str, 
     return bool(w) and OFFLOAD_MIN_WEIGHTS_SHARE * q.vram_bytes < w < q.vram_bytes + q.host_ram_bytes
 
 
+_new_key = tuple.__new__  # CandidateKey(...) without its Python-level __new__ (all seven fields given)
+
+
 def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
     """Every configuration of a query, in the fixed order of the enumeration."""
     b, wl = builder, q.workload
@@ -504,6 +507,10 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
             if q.engines and engine not in q.engines:
                 continue
             off = offload_wanted(q, b, mid, quant, engine)
+            if not off and q.machine is None:  # the common case: one key per context and batch, built as tuples
+                out.extend([_new_key(CandidateKey, (mid, quant, engine, ctx, batch, True, None))
+                            for ctx in wl.contexts for batch in wl.batches])
+                continue
             for ctx in wl.contexts:
                 for batch in wl.batches:
                     out.append(CandidateKey(mid, quant, engine, ctx, batch))
