@@ -27,8 +27,8 @@ from recommender.predict import constants as C
 from recommender.predict.counts import (  # noqa: F401  (engine-free arithmetic, named here for its callers)
     MEMO_MAX_ENTRIES, RECURRENT_STATE_BYTES, any_true, attention_layers, clear_memos, compressed, decode_flops,
     indexer_key_elements_per_token, is_array,
-    maximum, minimum, per_model, per_record, prefill_flops, prefill_flops_parts, recurrent_state_bytes, round_int,
-    round_up, to_int, where)
+    maximum, minimum, per_model, per_record, power, prefill_flops, prefill_flops_parts, recurrent_state_bytes,
+    round_int, round_up, to_int, where)
 from recommender.predict.engines import rules_for
 from recommender.predict.engines.llama_cpp import (  # noqa: F401  (llama.cpp's terms, named here for their callers)
     dsv4_kv_elements, family_speed, llama_cpp_batch_columns_ms, llama_cpp_compute_buffer, llama_cpp_flash_attn, llama_cpp_latency_terms,
@@ -510,7 +510,7 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
     moe = spec.is_moe & (expert_b > 0) if vec else spec.is_moe and expert_b
     if any_true(moe):
         e, k = where(moe, spec.num_experts, 1), spec.num_experts_per_tok
-        touched = e * (1 - (1 - k / e) ** batch)  # expected distinct experts per layer for `batch` tokens
+        touched = e * (1 - power(1 - k / e, batch))  # expected distinct experts per layer for `batch` tokens
         # the experts live with their blocks: gpu_frac of them on the GPU, the rest (partial offload) in host RAM;
         # on either side a step reads only the experts its tokens touch
         gpu_expert = expert_b * gpu_frac
@@ -566,10 +566,13 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
         basis["kernel"] = (f"{quant} kernels: weights read time x {kernel['decode_factor']} (one sequence), prompt "
                            f"MFU x {kernel['prefill_factor']} [{C.QUANT_KERNEL_SOURCE}]")
     if bw:
-        if kernel is not None and batch == 1:  # the weights' read time at this type's (single-sequence, tg128)
+        one = batch == 1  # an array of batches (recommender.predict.vector): each row its own
+        if kernel is not None and any_true(one):  # the weights' read time at this type's (single-sequence, tg128)
             # kernel speed, the KV cache's as before; batched decode runs other kernels (MMQ), not measured per type
             kv_part = to_int(kv_read * gpu_frac)
             mem_ms = ((step_bytes - kv_part) * kernel["decode_factor"] + kv_part) / (bw * eff_c.value) * 1e3
+            if is_array(one) and not one.all():
+                mem_ms = where(one, mem_ms, step_bytes / (bw * eff_c.value) * 1e3)
         else:
             mem_ms = step_bytes / (bw * eff_c.value) * 1e3
         kvq_ms, why = r.quantized_kv_decode_ms(spec, kv_dtype, hw, to_int(mean_ctx), batch)
@@ -587,6 +590,11 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
             basis["batch_decode"] = cols_why
             cols_gpu_ms = cols_ms * gpu_frac
             tpot = mem_ms + cols_ms * gpu_frac + ovh_dec + host_dec_ms + moe_dec_ms
+            if is_array(batch):  # an array of batches: NaN columns where the step is a roofline (batch 1)
+                roof = cols_ms != cols_ms
+                if roof.any():
+                    cols_gpu_ms = where(roof, 0.0, cols_gpu_ms)
+                    tpot = where(roof, maximum(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms, tpot)
         else:
             tpot = maximum(mem_ms, comp_ms) + ovh_dec + host_dec_ms + moe_dec_ms
         if dec_interval and vec:  # rows with host layers have none (their spread is not the family's)

@@ -118,6 +118,23 @@ def round_int(x):
     return int(round(x))
 
 
+def power(a, b):
+    """``a ** b``; with an array of exponents (one batch per configuration), computed for each distinct exponent as
+    with that one number (numpy's scalar-exponent forms: the figures of a row do not depend on its neighbours')."""
+    if not is_array(b):
+        return a ** b
+    import numpy as np  # noqa: PLC0415
+    vals = set(b.tolist())
+    if len(vals) == 1:
+        return a ** vals.pop()
+    a = np.broadcast_to(a, np.shape(b))
+    out = np.empty(np.shape(b), dtype=float)
+    for v in sorted(vals):
+        m = b == v
+        out[m] = a[m] ** v
+    return out
+
+
 def any_true(x) -> bool:
     """``bool(x)`` of a number; whether any element is true (non-zero) for an array."""
     if is_array(x):

@@ -116,12 +116,32 @@ def serve_point(concurrency: int, single_ttft_ms: Optional[float], batch_ttft_ms
     batch = ``concurrency`` (the prefill of that many prompts) and its TPOT there (a decode step with ``concurrency``
     sequences); None when one is unknown. Array-agnostic: the times may be arrays of configurations (NaN: unknown)
     at one concurrency."""
-    if single_ttft_ms is None or batch_ttft_ms is None or batch_tpot_ms is None or concurrency < 1:
+    if single_ttft_ms is None or batch_ttft_ms is None or batch_tpot_ms is None:
         return None
     n = concurrency
+    if is_array(n):  # one concurrency per configuration (recommender.predict.vector): each row at its own
+        return _serve_point_arrays(n, single_ttft_ms, batch_ttft_ms, batch_tpot_ms, output_tokens)
+    if concurrency < 1:
+        return None
     steps = maximum(output_tokens - 1, 1)
     p = batch_ttft_ms / n
     ttft = maximum(single_ttft_ms, batch_tpot_ms if n > 1 else 0.0) * ttft_queue_factor(n)
+    tpot = batch_tpot_ms + (n - 1) * p / steps
+    return ServePoint(concurrency=n, output_tokens=output_tokens, prefill_ms=p, decode_step_ms=batch_tpot_ms,
+                      ttft_ms=ttft, tpot_ms=tpot, e2e_ms=ttft + steps * tpot)
+
+
+def _serve_point_arrays(n, single_ttft_ms, batch_ttft_ms, batch_tpot_ms, output_tokens) -> ServePoint:
+    """serve_point with an array of concurrencies (each >= 1): the same terms row by row, q(N) of each distinct N
+    from ttft_queue_factor itself."""
+    import numpy as np  # noqa: PLC0415  (numpy only where arrays are predicted)
+    levels = sorted(set(n.tolist()))
+    if levels[0] < 1:
+        raise ValueError(f"concurrency must be >= 1, not {levels[0]}")
+    q = np.array([ttft_queue_factor(v) for v in levels])[np.searchsorted(levels, n)]
+    steps = maximum(output_tokens - 1, 1)
+    p = batch_ttft_ms / n
+    ttft = maximum(single_ttft_ms, where(n > 1, batch_tpot_ms, 0.0)) * q
     tpot = batch_tpot_ms + (n - 1) * p / steps
     return ServePoint(concurrency=n, output_tokens=output_tokens, prefill_ms=p, decode_step_ms=batch_tpot_ms,
                       ttft_ms=ttft, tpot_ms=tpot, e2e_ms=ttft + steps * tpot)

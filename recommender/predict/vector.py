@@ -22,7 +22,7 @@ stays one by one).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Optional, Sequence
 
 from recommender.core.records import ModelSpec, Variant
@@ -132,6 +132,16 @@ def predict_group(predictor, spec: Columns, variant: Optional[Columns], quant: s
     out = np.asarray(output_tokens, dtype=np.int64)
     hw = predictor.hw
     gl = None if gpu_layers is None else np.asarray(gpu_layers, dtype=np.int64)
+    if not isinstance(batch, (int, np.integer)):  # one batch per row
+        batch = np.asarray(batch, dtype=np.int64)
+        levels = sorted(set(batch.tolist()))
+        if len(levels) == 1:
+            batch = levels[0]
+        elif (gl is None and predictor.calibrator.has(engine, predictor.hw_key)) or (rows is not None and
+                                                                                      predictor.measured):
+            # the calibrated terms' features and the measured rows are keyed by one batch: a group per batch
+            return _per_batch(predictor, spec, variant, quant, engine, ctx, batch, levels, prompt, out, kv_dtype,
+                              gl, rows, load_mode)
     m = memory(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt, output_tokens=out,
                kv_dtype=kv_dtype, variant=variant, gpu_layers=gl)
     est = estimate(spec, quant, engine, hw, context_tokens=ctx, batch=batch, prompt_tokens=prompt,
@@ -156,6 +166,30 @@ def predict_group(predictor, spec: Columns, variant: Optional[Columns], quant: s
     if rows is not None and gl is None and predictor.measured:
         _measured_rows(predictor, t, rows, quant, engine, ctx, batch, prompt, out, est.kv_dtype)
     return t
+
+
+def _per_batch(predictor, spec: Columns, variant: Optional[Columns], quant, engine, ctx, batch, levels, prompt, out,
+               kv_dtype, gl, rows, load_mode) -> Table:
+    """predict_group of rows with several batches, one call per batch (``levels``: the distinct ones), the rows put
+    back in their places."""
+    import numpy as np  # noqa: PLC0415
+    n = len(ctx)
+    parts = []
+    for b in levels:
+        at = np.flatnonzero(batch == b)
+        sub = (lambda c: None if c is None else Columns(c._records, c._index[at], c._shared))
+        parts.append((at, predict_group(predictor, sub(spec), sub(variant), quant, engine, ctx[at], b, prompt[at],
+                                        out[at], kv_dtype=kv_dtype, gpu_layers=None if gl is None else gl[at],
+                                        rows=None if rows is None else [rows[i] for i in at.tolist()],
+                                        load_mode=load_mode)))
+    cols = {}
+    for f in fields(Table):
+        first = getattr(parts[0][1], f.name)
+        col = np.empty(n, dtype=first.dtype)
+        for at, t in parts:
+            col[at] = getattr(t, f.name)
+        cols[f.name] = col
+    return Table(**cols)
 
 
 def _derive(weights, kv, overhead, vram, ttft, tpot, out, batch, vram_p, ttft_p, tpot_p) -> Table:

@@ -52,6 +52,7 @@ QUALITY_FIGURES = ("zh_accuracy", "en_accuracy", "ppl_ratio", "task_accuracy", "
 
 
 _QP, _PPL = QUALITY_COLUMNS.index("quant_points"), QUALITY_COLUMNS.index("ppl")
+_MISSING = object()
 
 
 class Candidate(Prediction):
@@ -143,6 +144,8 @@ class CandidateBuilder:
         self._quality: dict[tuple[str, str], dict[str, Figure]] = {}
         self._quant_costs: dict[tuple, Figure] = {}
         self._quality_costs: dict[tuple[str, str], tuple[float, ...]] = {}
+        self._qp_values: dict[tuple, Optional[float]] = {}  # quality_costs' quantization costs and PPL ratios
+        self._ppl_values: dict = {}
         self._model_quality: dict[str, dict] = {}  # _quant_free of the models no probe measured
         self._ranked: dict[int, tuple[Figure, Figure]] = {}
         self._support: dict[tuple[str, str], Optional[str]] = {}
@@ -394,8 +397,15 @@ class CandidateBuilder:
                 v = quality_values(f)
             else:  # the numbers without the records (the same figures quality_figures holds)
                 f = self._model_quality.get(mid) or self._quant_free(mid, quant)
-                qp = quant_cost_value(self.quant_table, quant, self.models[mid].params_active, f["_measured"])
-                ppl = self.quality.ppl_ratio(quant, mid).value
+                # both per quant (and model size), the PPL ratio per model only where probe rows measured one
+                ck = (quant, self.models[mid].params_active, f["_measured"])
+                qp = self._qp_values.get(ck, _MISSING)
+                if qp is _MISSING:
+                    qp = self._qp_values[ck] = quant_cost_value(self.quant_table, *ck)
+                pk = (mid, quant) if self.quality._ppl_rows.get(mid) else quant
+                ppl = self._ppl_values.get(pk, _MISSING)
+                if ppl is _MISSING:
+                    ppl = self._ppl_values[pk] = self.quality.ppl_ratio(quant, mid).value
                 v = list(f["_values"])  # quality_values of the quant-free figures; the quant's two put in
                 v[_QP], v[_PPL] = math.nan if qp is None else qp, math.nan if ppl is None else ppl
                 v = tuple(v)
@@ -482,6 +492,9 @@ def offload_wanted(q: Query, builder: "CandidateBuilder", mid: str, quant: str, 
     return bool(w) and OFFLOAD_MIN_WEIGHTS_SHARE * q.vram_bytes < w < q.vram_bytes + q.host_ram_bytes
 
 
+_new_key = tuple.__new__  # CandidateKey(...) without its Python-level __new__ (all seven fields given)
+
+
 def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
     """Every configuration of a query, in the fixed order of the enumeration."""
     b, wl = builder, q.workload
@@ -505,6 +518,10 @@ def candidate_keys(q: Query, builder: CandidateBuilder) -> list[CandidateKey]:
             if q.engines and engine not in q.engines:
                 continue
             off = offload_wanted(q, b, mid, quant, engine)
+            if not off and q.machine is None:  # the common case: one key per context and batch, built as tuples
+                out.extend([_new_key(CandidateKey, (mid, quant, engine, ctx, batch, True, None))
+                            for ctx in wl.contexts for batch in wl.batches])
+                continue
             for ctx in wl.contexts:
                 for batch in wl.batches:
                     out.append(CandidateKey(mid, quant, engine, ctx, batch))
@@ -568,7 +585,7 @@ class KeyTable:
         for i, k in enumerate(keys):
             if q.machine is not None or k.model in one_by_one:
                 continue
-            groups.setdefault((k.quant, k.engine, None if plain else getattr(k, "kv_dtype", None), k.batch,
+            groups.setdefault((k.quant, k.engine, None if plain else getattr(k, "kv_dtype", None),
                                k.gpu_layers is not None if plain else getattr(k, "gpu_layers", None) is not None),
                               []).append(i)
         field = LATENCY_FIELD[q.latency_metric]
@@ -580,20 +597,33 @@ class KeyTable:
         if "think" not in shared:
             shared["think"] = np.array([reasoning_tokens(s, wl.output_tokens)[0] for s in recs])
             shared["maxpos"] = np.array([s.max_position_embeddings for s in recs])
-        single_of: dict[tuple, tuple] = {}  # (quant, engine, KV dtype, offload) -> (rows, TTFT at batch 1)
-        for (quant, engine, kv, batch, offload), rows in groups.items():
+        # a group: one quantization, engine, KV dtype and offload, every batch (batch is an array dimension of the
+        # formulas; vector.predict_group splits it where the calibrated terms or measured rows need one batch)
+        # the keys' fields as arrays, read once (a group takes its rows' elements)
+        if n and plain:
+            k_model, _q, _e, k_ctx, k_batch, _s, k_gl = zip(*keys)
+        else:
+            k_model, k_ctx, k_batch = ([getattr(k, f) for k in keys] for f in ("model", "context_tokens", "batch"))
+            k_gl = [getattr(k, "gpu_layers", None) for k in keys]
+        all_mpos = np.fromiter(map(pos.get, k_model, [0] * n), dtype=np.int64, count=n) if n else np.zeros(0, int)
+        all_ctx = np.array(k_ctx, dtype=np.int64)
+        all_batch = np.array(k_batch, dtype=np.int64)
+        all_gl = np.array([-1 if g is None else g for g in k_gl], dtype=np.int64) if groups and any(
+            off for *_x, off in groups) else None
+        for (quant, engine, kv, offload), rows in groups.items():
             idx = np.array(rows)
-            mpos = np.array([pos[keys[i].model] for i in rows])
+            mpos = all_mpos[idx]
             spec = Columns(recs, mpos, shared["spec"])
             if quant not in shared:
                 shared[quant] = ([b.variants.get((m, quant)) for m in ids], {})
             variant = Columns(shared[quant][0], mpos, shared[quant][1])
             pairs = [(recs[j], shared[quant][0][j]) for j in mpos.tolist()] if b.predictor.measured else None
             think = shared["think"][mpos]
-            ctx = np.array([keys[i].context_tokens for i in rows])
+            ctx = all_ctx[idx]
+            batch = all_batch[idx]
             n_out = wl.output_tokens + think  # decoded tokens: hidden reasoning, then the visible answer
             prompt = np.minimum(wl.prompt_tokens, np.maximum(ctx - n_out, 1))
-            gl = np.array([keys[i].gpu_layers for i in rows]) if offload else None  # llama.cpp n_gpu_layers
+            gl = all_gl[idx] if offload else None  # llama.cpp n_gpu_layers
             t = predict_group(b.predictor, spec, variant, quant, engine, ctx, batch, prompt, n_out, kv_dtype=kv,
                               gpu_layers=gl, rows=pairs, load_mode=q.load_mode)
             known = ~np.isnan(t.ttft_ms) & ~np.isnan(t.tpot_ms)
@@ -608,20 +638,15 @@ class KeyTable:
                 ex |= True
             if q.max_latency_ms is not None:
                 ex |= np.isnan(lat) | (lat > q.max_latency_ms)
-            single = t.ttft_ms
-            same = (tuple(mpos.tolist()), tuple(ctx.tolist()), None if gl is None else tuple(gl.tolist()))
-            if batch == 1:
-                single_of[(quant, engine, kv, offload)] = (same, single)
-            else:  # serving needs the same configuration's TTFT at batch 1 (Predictor.serving)
-                hit = single_of.get((quant, engine, kv, offload))
-                if hit is not None and hit[0] == same:
-                    single = hit[1]
-                else:
-                    single = predict_group(b.predictor, spec, variant, quant, engine, ctx, 1, prompt, n_out,
-                                           kv_dtype=kv, gpu_layers=gl, rows=pairs).ttft_ms
+            one = batch == 1
+            if one.all():
+                single = t.ttft_ms
+            else:  # serving needs each configuration's TTFT at batch 1 (Predictor.serving): its batch-1 row's
+                single = _single_ttft(b, spec, variant, quant, engine, kv, mpos, one, t.ttft_ms, ctx, prompt, n_out,
+                                      gl, pairs)
             # the serving figures without SLOs (tune's), from the figures the record holds: its TTFT is the visible
             # answer's on a latency workload (Predictor.serving reads the record's TTFT at batch 1)
-            raw = serve_arrays(vis if batch == 1 else single, vis, t.tpot_ms, batch, n_out, None)
+            raw = serve_arrays(np.where(one, vis, single), vis, t.tpot_ms, batch, n_out, None)
             for c in ("serve_ttft_ms", "serve_tpot_ms", "serve_e2e_ms", "request_throughput_per_s"):
                 a[c][idx] = raw[c]
             a["output_throughput_tokens_per_s"][idx] = raw["output_throughput_tokens_per_s"]
@@ -658,16 +683,18 @@ class KeyTable:
         a, keys, n = self.arrays, self.keys, len(self.keys)
         nan = np.full(n, np.nan)
 
-        def codes(names: list) -> tuple:
+        def codes(names, key=None) -> tuple:
             """Integer codes in the names' sorted order: np.unique's codes, without its sort of ~100,000 strings."""
-            order = {x: j for j, x in enumerate(sorted(set(names)))}
-            return np.fromiter((order[x] for x in names), dtype=np.int64, count=len(names)), len(order)
+            order = {x: j for j, x in enumerate(sorted(set(names), key=key))}
+            return np.fromiter(map(order.__getitem__, names), dtype=np.int64, count=len(names)), len(order)
 
-        model, n_model = codes([k.model for k in keys])
-        quant, n_quant = codes([k.quant for k in keys])
-        engine, n_engine = codes([k.engine for k in keys])
-        ctx, n_ctx = codes([str(k.context_tokens) for k in keys])  # grouping only: any order
         plain = all(type(k) is CandidateKey for k in keys)  # recommend's keys: no KV dtype
+        k_model, k_quant, k_engine, k_ctx, k_batch = (tuple(zip(*keys))[:5] if n and plain else (
+            [getattr(k, f) for k in keys] for f in ("model", "quant", "engine", "context_tokens", "batch")))
+        model, n_model = codes(k_model)
+        quant, n_quant = codes(k_quant)
+        engine, n_engine = codes(k_engine)
+        ctx, n_ctx = codes(k_ctx, key=str)  # grouping only: any order
         kv, n_kv = (np.zeros(n, dtype=np.int64), 1) if plain else codes([str(getattr(k, "kv_dtype", None))
                                                                           for k in keys])
         variant = model * n_quant + quant
@@ -677,7 +704,8 @@ class KeyTable:
             "latency": a["latency_ms"].copy(), "ttft": a["ttft_ms"].copy(), "tpot": a["tpot_ms"].copy(),
             "vram": np.trunc(a["total_vram_bytes"]),  # a Row's total_vram_bytes is int()
             "goodput": a["goodput_per_s"].copy(), "output_throughput": a["output_throughput_tokens_per_s"].copy(),
-            "blocked": self.excluded.copy(), "batch": np.array([k.batch for k in keys], dtype=np.int64),
+            "blocked": self.excluded.copy(), "deferred": np.zeros(n, dtype=bool),
+            "batch": np.array(k_batch, dtype=np.int64),
             "model": model, "quant": quant, "engine": engine,
             "config": (((variant * n_engine + engine) * n_ctx + ctx) * n_kv + kv),
             **{c: nan.copy() for c in QUALITY_COLUMNS}}
@@ -688,9 +716,13 @@ class KeyTable:
         self._quality_done = np.zeros(len(vuniq), dtype=bool)
         return cols
 
-    def fill(self, idx) -> None:
+    def fill(self, idx, defer: bool = False) -> None:
         """Give the columns of keys ``idx`` their quality figures (CandidateBuilder.quality_figures, per variant)
-        and, for the keys the vector path leaves out, the figures of their records (built here, one by one)."""
+        and, for the keys the vector path leaves out, the figures of their records (built here, one by one).
+        ``defer`` (a value-method ranking): such a key whose memory alone is above the budget (CandidateBuilder.build
+        with ``screen``: an OverBudget) is not predicted - its columns hold the best case of its latency, TTFT, TPOT
+        and goodput (score.order.lower_bound_costs), ``deferred`` is set, and ``resolve`` gives its record's figures
+        when the ranking needs them (score.order.rank_arrays)."""
         import numpy as np  # noqa: PLC0415
 
         cols = self.columns()
@@ -706,13 +738,33 @@ class KeyTable:
         for j, name in enumerate(QUALITY_COLUMNS):
             cols[name][todo] = qual[vcode[todo], j]
         for i in todo[~self.vectorized[todo]].tolist():  # built one by one: the record's figures
-            c = self.row(i)
-            for name, x in (("latency", c.latency_ms), ("ttft", c.ttft_ms), ("tpot", c.tpot_ms),
-                            ("vram", c.total_vram_bytes), ("goodput", c.goodput_per_s),
-                            ("output_throughput", _value(c.figures.get("output_throughput_tokens_per_s")))):
-                cols[name][i] = float("nan") if x is None else x
-            cols["blocked"][i] = bool(c.excluded)
+            if defer and i not in self._rows:
+                k = self.keys[i]
+                r = build_key(b, k, screen=True) if isinstance(k, CandidateKey) else b.build(
+                    k.model, k.quant, k.engine, k.context_tokens, k.batch, kv_dtype=getattr(k, "kv_dtype", None),
+                    gpu_layers=getattr(k, "gpu_layers", None), screen=True)
+                if isinstance(r, OverBudget):  # excluded by its memory: its latency's best case until resolved
+                    cols["latency"][i] = cols["ttft"][i] = cols["tpot"][i] = 0.0
+                    cols["goodput"][i], cols["output_throughput"][i] = math.inf, math.nan
+                    cols["vram"][i], cols["blocked"][i], cols["deferred"][i] = r.total_vram_bytes, True, True
+                    continue
+                self._rows[i] = r
+            self._record_columns(i)
         self._filled[todo] = True
+
+    def _record_columns(self, i: int) -> None:
+        """The columns of key ``i`` (not vectorized) from its record."""
+        cols, c = self._columns, self.row(i)
+        for name, x in (("latency", c.latency_ms), ("ttft", c.ttft_ms), ("tpot", c.tpot_ms),
+                        ("vram", c.total_vram_bytes), ("goodput", c.goodput_per_s),
+                        ("output_throughput", _value(c.figures.get("output_throughput_tokens_per_s")))):
+            cols[name][i] = float("nan") if x is None else x
+        cols["blocked"][i] = bool(c.excluded)
+        cols["deferred"][i] = False
+
+    def resolve(self, i: int) -> None:
+        """A deferred key's (fill) columns from its record, built now."""
+        self._record_columns(i)
 
     def record(self, i: int) -> Candidate:
         """Key i's Candidate (CandidateBuilder.build): the record of a Row, or the one built for it."""
@@ -732,6 +784,31 @@ class KeyTable:
                 r = Row(self, i)
             self._rows[i] = r
         return r
+
+
+def _single_ttft(b: CandidateBuilder, spec: Columns, variant: Columns, quant: str, engine: str, kv, mpos, one,
+                 ttft, ctx, prompt, n_out, gl, pairs):
+    """Each row's TTFT at batch 1 (a group of KeyTable: its rows' model positions ``mpos``, contexts ``ctx`` and
+    n_gpu_layers ``gl``; ``one``: the rows at batch 1, ``ttft`` every row's TTFT): a batch-1 row's own; another's
+    from the batch-1 row of the same model, context and n_gpu_layers, or predicted at batch 1 where there is none."""
+    import numpy as np  # noqa: PLC0415
+    # one integer per (model, context, n_gpu_layers); the rows at batch 1 sorted by it, each row's found by bisection
+    code = (mpos * (int(ctx.max()) + 1) + ctx) * ((int(gl.max()) + 2) if gl is not None else 1) + (
+        0 if gl is None else gl + 1)
+    at = np.flatnonzero(one)
+    order = np.argsort(code[at], kind="stable")
+    have = code[at][order]
+    where_ = np.minimum(np.searchsorted(have, code), max(len(have) - 1, 0))
+    found = (have[where_] == code) if len(have) else np.zeros(len(code), dtype=bool)
+    single = np.where(found, ttft[at[order[where_]]] if len(have) else np.nan, np.nan)
+    miss = np.flatnonzero(~found)
+    if len(miss):
+        sub = Columns(spec._records, spec._index[miss], spec._shared)
+        subv = Columns(variant._records, variant._index[miss], variant._shared)
+        single[miss] = predict_group(b.predictor, sub, subv, quant, engine, ctx[miss], 1, prompt[miss], n_out[miss],
+                                     kv_dtype=kv, gpu_layers=None if gl is None else gl[miss],
+                                     rows=None if pairs is None else [pairs[i] for i in miss.tolist()]).ttft_ms
+    return single
 
 
 def _value(f: Optional[Figure]) -> Optional[float]:

@@ -204,10 +204,12 @@ def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[lis
             taken += by_variant[item]
             n += 1
         step *= 2
-        table.fill(taken)  # the figures ranking reads of this round's variants (the vector path has the rest)
+        # the figures ranking reads of this round's variants (the vector path has the rest; a record over the
+        # memory budget is predicted only if its score's lower bound could place it: KeyTable.fill's defer)
+        table.fill(taken, defer=True)
         built[taken] = True
         idx = np.flatnonzero(built)
-        answer = rank_arrays(table.columns(), idx, q, memo)
+        answer = rank_arrays(table.columns(), idx, q, memo, resolve=table.resolve)
         if not queue:
             return idx.tolist(), answer
         ranked, strongest, _ = answer

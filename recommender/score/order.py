@@ -402,13 +402,23 @@ def order_arrays(cols: dict, idx, rounded):
                        rounded))
 
 
-def rank_arrays(cols: dict, idx, q, memo: Optional[dict] = None) -> tuple[list, list, "np.ndarray"]:
+def rank_arrays(cols: dict, idx, q, memo: Optional[dict] = None, resolve=None) -> tuple[list, list, "np.ndarray"]:
     """rank() for the rows ``idx`` of columns (module comment above; positions in the enumeration, ascending):
     (ranked, strongest excluded, feasible), the first two as lists of (position, rounded score, rounded parts) in
     their order, feasible as positions (after choose_batches on a goodput workload). The same answer as rank() of
-    the rows as records. ``memo``: value-method scores kept between calls (a growing ``idx``: best-first)."""
+    the rows as records. ``memo``: value-method scores kept between calls (a growing ``idx``: best-first).
+    Deferred rows (``cols["deferred"]``: excluded by their memory alone, their latency columns at its best case,
+    lower_bound_costs) are never feasible; ``resolve(i)`` puts row i's real figures in the columns, called - as
+    rank() replaces a deferred record by its full candidate - where a row's figures matter: with the value method
+    when its lower bound could place it among the strongest excluded, with the relative methods always."""
     import numpy as np  # noqa: PLC0415
     idx = np.asarray(idx, dtype=np.int64)
+    if memo is None and q.normalization == "value":
+        memo = {}  # (a deferred row's score is replaced in it when resolved)
+    deferred = cols.get("deferred")
+    if deferred is not None and q.normalization != "value" and deferred[idx].any():
+        for i in idx[deferred[idx]].tolist():  # every row moves the scale
+            resolve(i)
     blocked = cols["blocked"][idx]
     feasible = idx[~blocked]
     if q.workload.rank_by == "goodput":
@@ -437,6 +447,8 @@ def rank_arrays(cols: dict, idx, q, memo: Optional[dict] = None) -> tuple[list, 
             s, parts = s_all[blocked], {c: u[blocked] for c, u in parts_all.items()}
         seen_models: set[int] = set()
         models = cols["model"][excl]
+        if q.normalization == "value" and deferred is not None and deferred[excl].any():
+            return ranked, _strongest_deferred(cols, excl, s, q, memo, resolve), feasible
         for j in np.lexsort((excl, models, s)).tolist():
             m = int(models[j])
             if m in seen_models:
@@ -446,6 +458,32 @@ def rank_arrays(cols: dict, idx, q, memo: Optional[dict] = None) -> tuple[list, 
             if len(strongest) >= STRONGEST_EXCLUDED:
                 break
     return ranked, strongest, feasible
+
+
+def _strongest_deferred(cols: dict, excl, s, q, memo: dict, resolve) -> list:
+    """rank_arrays' strongest excluded rows (value method) when some of ``excl`` are deferred (their scores ``s``
+    lower bounds): best first by (score, model, position), as the sort of the full list orders them; a deferred row
+    that comes first is resolved, scored again and put back (rank()'s way with deferred records)."""
+    import numpy as np  # noqa: PLC0415
+    deferred = cols["deferred"]
+    pool = list(zip(s.tolist(), cols["model"][excl].tolist(), excl.tolist()))
+    heapq.heapify(pool)
+    seen: set[int] = set()
+    out: list = []
+    while pool and len(out) < STRONGEST_EXCLUDED:
+        score, model, i = heapq.heappop(pool)
+        if model in seen:
+            continue
+        at = np.array([i])
+        if deferred[i]:
+            resolve(i)
+            memo["done"][i] = False
+            heapq.heappush(pool, (float(_scores(cols, at, q, memo)[0][0]), model, i))
+            continue
+        seen.add(model)
+        one, parts = _scores(cols, at, q, memo)
+        out.append((i, *_rounded(float(one[0]), parts, 0)))
+    return out
 
 
 def unweighed_notes(weights: dict[str, float], method: str, goodput: bool, known) -> list[str]:

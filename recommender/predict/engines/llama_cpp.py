@@ -233,7 +233,11 @@ def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: Ha
     A profile without an FP32 figure takes the MMQ term at every batch. The column time adds to the memory time
     rather than hiding behind it (a roofline max): measured steps grow from batch 1 by about this time at every batch
     (H200 and DGX Spark batched-bench rows; bench/gpu_loo.py)."""
-    if engine != "llama.cpp" or batch <= 1 or family != "gguf" or hw.backend != "cuda":
+    if engine != "llama.cpp" or family != "gguf" or hw.backend != "cuda":
+        return 0.0, ""
+    if is_array(batch):  # one batch per configuration: each row its own kernel, NaN where the step is a roofline
+        return _batch_columns_arrays(spec, hw, batch, matrix_rate)
+    if batch <= 1:
         return 0.0, ""
     col_flops = decode_flops(spec, 0, 1)  # 2 x matmul params (output projection included) per column
     if batch <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value and hw.fp32_flops_per_s:
@@ -251,6 +255,22 @@ def llama_cpp_batch_columns_ms(spec: ModelSpec, engine: str, family: str, hw: Ha
         return ms, f"batch {batch}: MMQ (arrays)"
     return ms, (f"batch {batch}: MMQ, {batch} columns x {col_flops:.3g} FLOP / the prompt rate {matrix_rate:.3g} "
                 f"FLOP/s = {ms:.2f} ms")
+
+
+def _batch_columns_arrays(spec: ModelSpec, hw: HardwareProfile, batch, matrix_rate: Optional[float]):
+    """llama_cpp_batch_columns_ms of llama.cpp GGUF on CUDA for an array of batches (one per configuration): the
+    same kernel choice row by row, NaN where the scalar form returns (0, '') (batch 1, or MMQ without a matrix rate:
+    the step is a roofline there)."""
+    import numpy as np  # noqa: PLC0415  (numpy only where arrays are predicted)
+    col_flops = decode_flops(spec, 0, 1)
+    nan = float("nan")
+    mmq = batch * col_flops / matrix_rate * 1e3 if matrix_rate else np.full(np.shape(batch), nan)
+    if hw.fp32_flops_per_s:
+        rate = C.LLAMA_CPP_MMVQ_FP32_FRACTION.value * hw.fp32_flops_per_s
+        ms = np.where(batch <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value, (batch - 1) * col_flops / rate * 1e3, mmq)
+    else:
+        ms = mmq
+    return np.where(batch <= 1, nan, ms), "batch columns (arrays)"
 
 
 def moe_llama_cpp_terms(spec: ModelSpec, engine: str) -> tuple[float, float, str]:
