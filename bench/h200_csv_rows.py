@@ -86,7 +86,7 @@ ROUND5 = {"h200-batched-decode-4.csv"}
 # gemma-3-4b-it, Ministral-3-3B-2512, phi-4, Qwen3.5-4B): KV sweeps at 4K-32K and batched decode, held out first
 ROUND8 = {"h200-long-context-kv-4.csv", "h200-batched-decode-5.csv"}
 # the tables the shipped calibration fits (OUT): every round's since cal-v3
-FITTED = (set(KV_TABLES) | {t for t, _ in BATCHED_TABLES}) - ROUND8
+FITTED = set(KV_TABLES) | {t for t, _ in BATCHED_TABLES}
 ROUND3_OUT = ROOT / "bench" / "results" / "h200-round3-rows.jsonl"  # round 3's rows alone (not loaded by the catalog)
 ROUND4_OUT = ROOT / "bench" / "results" / "h200-round4-rows.jsonl"  # round 4's rows, held out (not loaded by the catalog)
 ROUND5_OUT = ROOT / "bench" / "results" / "h200-round5-rows.jsonl"  # round 5's rows alone (not loaded by the catalog)

@@ -39,8 +39,10 @@ MIB = 1024**2
 # setting (mmap, its default, or none = --no-mmap): a prompt micro-batch copies the host layers' weights at the
 # pageable rate (mmap'd file pages, HOST_TO_GPU_COPY_BYTES_PER_S) or the pinned one (cudaMallocHost,
 # HOST_TO_GPU_PINNED_COPY_BYTES_PER_S), and of a routed-expert tensor only the experts the micro-batch uses,
-# E(1-(1-k/E)^T) of E (v7's 26.2 GB/s "expert copy rate" was the synthetic files' concentrated routing at 6.5 GB/s)
-ESTIMATE_FORMULA_VERSION = "estimate-v11"
+# E(1-(1-k/E)^T) of E (v7's 26.2 GB/s "expert copy rate" was the synthetic files' concentrated routing at 6.5 GB/s);
+# v12 (issue 25, branch h25): a quantized KV cache's decode attention counts the layers that keep a cache (not a
+# hybrid's linear-attention / Mamba layers) and MLA's latent width per head (counts.attention_head_width)
+ESTIMATE_FORMULA_VERSION = "estimate-v12"
 
 
 @dataclass(frozen=True)
