@@ -70,22 +70,27 @@ def _row(**kw) -> dict:
 # (table, measured_at for a batched table, which has no time column): the first round's rows, then round 3's
 # (bench/h200_round3.sh; sources/measurements/README.md). h200-arch-kinds.csv has the KV tables' layout.
 KV_TABLES = ("h200-long-context-kv.csv", "h200-long-context-kv-2.csv", "h200-arch-kinds.csv",
-             "h200-long-context-kv-3.csv")
+             "h200-long-context-kv-3.csv", "h200-long-context-kv-4.csv")
 BATCHED_TABLES = (("h200-batched-decode.csv", "2026-12-01T09:40:00Z"),  # README: taken 09:12-09:40 UTC
                   ("h200-batched-decode-2.csv", "2026-12-01T22:29:12Z"),  # bench/results/h200-round3-pipeline.txt
                   ("h200-batched-decode-3.csv", "2026-12-02T01:36:18Z"),  # bench/results/h200-round4-pipeline.txt
-                  ("h200-batched-decode-4.csv", "2026-12-02T07:04:55Z"))  # bench/results/h200-round5-pipeline.txt
+                  ("h200-batched-decode-4.csv", "2026-12-02T07:04:55Z"),  # bench/results/h200-round5-pipeline.txt
+                  ("h200-batched-decode-5.csv", "2026-12-03T14:25:30Z"))  # bench/results/h200-round8-pipeline.txt
 ROUND3 = {"h200-long-context-kv-2.csv", "h200-arch-kinds.csv", "h200-batched-decode-2.csv"}
 # round 4 (bench/h200_round4.sh, 2026-12-02): measured after cal-v3's features were chosen and checked held out
 # against the fit without them (docs/benchmarks.md), then fitted
 ROUND4 = {"h200-long-context-kv-3.csv", "h200-batched-decode-3.csv"}
 # round 5 (bench/h200_round5.sh, 2026-12-02): batched decode of four more MoE shapes, held out first
 ROUND5 = {"h200-batched-decode-4.csv"}
+# round 8 (bench/h200_round8.sh, 2026-12-03): six models with no H200 row before (Qwen3-14B, GLM-4.7-Flash,
+# gemma-3-4b-it, Ministral-3-3B-2512, phi-4, Qwen3.5-4B): KV sweeps at 4K-32K and batched decode, held out first
+ROUND8 = {"h200-long-context-kv-4.csv", "h200-batched-decode-5.csv"}
 # the tables the shipped calibration fits (OUT): every round's since cal-v3
 FITTED = set(KV_TABLES) | {t for t, _ in BATCHED_TABLES}
 ROUND3_OUT = ROOT / "bench" / "results" / "h200-round3-rows.jsonl"  # round 3's rows alone (not loaded by the catalog)
 ROUND4_OUT = ROOT / "bench" / "results" / "h200-round4-rows.jsonl"  # round 4's rows, held out (not loaded by the catalog)
 ROUND5_OUT = ROOT / "bench" / "results" / "h200-round5-rows.jsonl"  # round 5's rows alone (not loaded by the catalog)
+ROUND8_OUT = ROOT / "bench" / "results" / "h200-round8-rows.jsonl"  # round 8's rows alone (not loaded by the catalog)
 
 
 def rows(tables: set[str] | None = None) -> list[dict]:
@@ -138,7 +143,7 @@ def render(tables: set[str] | None = None) -> str:
 
 def main(argv: list[str]) -> int:
     for flag, tables, out in (("--round3", ROUND3, ROUND3_OUT), ("--round4", ROUND4, ROUND4_OUT),
-                              ("--round5", ROUND5, ROUND5_OUT)):
+                              ("--round5", ROUND5, ROUND5_OUT), ("--round8", ROUND8, ROUND8_OUT)):
         if flag in argv:  # one round's rows alone (bench/h200_round3_errors.py reads the tables directly)
             text = render(tables)
             out.write_text(text, encoding="utf-8")

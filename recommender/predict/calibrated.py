@@ -14,8 +14,9 @@ from recommender.core.records import Figure, HardwareProfile, ModelSpec, Strict
 from recommender.model.quant import QUANTS
 from recommender.predict import constants as C
 from recommender.predict.analytical import Estimate, estimate, kv_cache_bytes, variant_bytes
-from recommender.predict.counts import (any_true, attention_layers, block_layers, delta_rule_layers, decode_flops,
-                                        is_array, maximum, minimum, moe_layers, per_model, where, window_or)
+from recommender.predict.counts import (any_true, attention_head_width, attention_layers, block_layers,
+                                        delta_rule_layers, decode_flops, is_array, maximum, minimum, moe_layers,
+                                        per_model, recurrent_state_bytes_per_sequence, where, window_or)
 from recommender.predict.engines import rules_for
 
 # v2: TPOT features carry the quantized-KV and batched-column regimes; v3: the MoE layers' routing time (fixed, the
@@ -29,7 +30,12 @@ from recommender.predict.engines import rules_for
 # v6: an MoE model's routed experts above 8 sequences compute MMQ tiles as wide as the batch for every touched expert
 # ("moe mmq padded columns ms", in place of v4's "moe mmq expert weights/bw"; batch-64 decode 14.4 -> 9.5 % median
 # leave-one-model-out, docs/benchmarks.md)
-CALIBRATION_VERSION = "cal-v6"
+# v7 (issue 25, branch h25, H200 round 8's six models fitted): MLA's attention works over the cached latent
+# (counts.attention_head_width), a quantized cache's attention time counts only the layers that keep a cache
+# (engines.llama_cpp.quantized_kv_decode_ms), the first logits row's copy is a feature like the others ("logits ms"
+# over every sequence), and a delta-rule hybrid's recurrent states get a per-sequence pass feature
+# ("delta-rule states/bw"); docs/benchmarks.md, "Round 8"
+CALIBRATION_VERSION = "cal-v7"
 # Feature scales for hardware with no sourced bandwidth / peak (a CPU host): the per-hardware fit absorbs the scale,
 # so these only keep the features of the order of milliseconds.
 NOMINAL_BANDWIDTH_BYTES_PER_S = 100e9
@@ -90,12 +96,13 @@ LOGIT_BYTES = 4  # llama.cpp's output logits are f32 (llama_get_logits: float *)
 
 
 def _attention_elements(est: Estimate, spec: ModelSpec) -> float:
-    """Cached tokens x attention layers x query heads x head_dim of one decode step at the run's mean context (a
-    sliding-window layer's window at most), every sequence: what flash attention's decode kernels compute over."""
+    """Cached tokens x attention layers x query heads x head width (counts.attention_head_width: head_dim, MLA's
+    latent) of one decode step at the run's mean context (a sliding-window layer's window at most), every sequence:
+    what flash attention's decode kernels compute over."""
     mean_ctx = minimum(est.prompt_tokens + est.output_tokens / 2, est.context_tokens)
     full = attention_layers(spec) - spec.num_swa_layers
     keys = full * mean_ctx + spec.num_swa_layers * minimum(mean_ctx, window_or(spec, mean_ctx))
-    return keys * spec.num_attention_heads * spec.head_dim * est.batch
+    return keys * spec.num_attention_heads * attention_head_width(spec) * est.batch
 
 
 def routed_expert_params(spec: ModelSpec) -> float:
@@ -177,13 +184,24 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
                     col_flops = decode_flops(spec, 0, 1)
                     x["moe mmq padded columns ms"] = (est.decode_columns_ms * touched / e * cols * 2.0
                                                       * per_model(routed_expert_params, spec) / (b * col_flops))
-            # each further sequence's logits row copied to the host (f32, vocab_size) at the pageable copy rate
-            x["logits ms"] = ((b - 1) * spec.vocab_size * LOGIT_BYTES / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3)
+        if hw.backend != "cpu":
+            # every sequence's f32 logits row (vocab_size) copied to the host at the pageable copy rate, the first
+            # one included (cal-v7; cal-v3..v6 counted the rows beyond the first, leaving the first to "1 ms"):
+            # llama_decode copies each output row every step (llama-context.cpp decode: ggml_backend_tensor_get_async
+            # of t_logits), so a 262K-entry vocabulary (gemma-3) copies 1 MB a token where Llama-3 copies 0.5 MB
+            x["logits ms"] = (b * spec.vocab_size * LOGIT_BYTES / C.HOST_TO_GPU_COPY_BYTES_PER_S.value * 1e3)
         if samples:  # the host reads every sequence's logits row to pick its token (argmax, samplers)
             x["argmax ms"] = b * spec.vocab_size * LOGIT_BYTES / C.HOST_MEMORY_BANDWIDTH.value * 1e3
         delta = per_model(delta_rule_layers, spec)
         if any_true(delta):  # a hybrid's delta-rule layers: their own kernel launches per step (counts)
             x["delta-rule layers"] = 1.0 * delta
+            # cal-v7: and every sequence's F32 recurrent state (counts.recurrent_state_bytes), which the step reads
+            # and writes several times over: llama.cpp's autoregressive gated delta rule (src/models/delta-net-
+            # base.cpp build_delta_net_autoregressive: s x exp(g), s^T k, the k (x) d outer product added to s,
+            # s q) and the copy of the new state into the cache (ggml_cpy into ssm_states_all); kv/bw counts one
+            # read of it. Its coefficient is the number of such passes at the weights' rate (fitted)
+            states = where(delta > 0, per_model(recurrent_state_bytes_per_sequence, spec), 0)
+            x["delta-rule states/bw"] = b * states / bw * 1e3
         moe_ms = rules_for(est.engine).moe_terms(spec)[0]
         if any_true(moe_ms):
             x["moe ms"] = moe_ms  # FIXED_FEATURES: coefficient 1

@@ -39,8 +39,11 @@ MIB = 1024**2
 # setting (mmap, its default, or none = --no-mmap): a prompt micro-batch copies the host layers' weights at the
 # pageable rate (mmap'd file pages, HOST_TO_GPU_COPY_BYTES_PER_S) or the pinned one (cudaMallocHost,
 # HOST_TO_GPU_PINNED_COPY_BYTES_PER_S), and of a routed-expert tensor only the experts the micro-batch uses,
-# E(1-(1-k/E)^T) of E (v7's 26.2 GB/s "expert copy rate" was the synthetic files' concentrated routing at 6.5 GB/s)
-ESTIMATE_FORMULA_VERSION = "estimate-v11"
+# E(1-(1-k/E)^T) of E (v7's 26.2 GB/s "expert copy rate" was the synthetic files' concentrated routing at 6.5 GB/s);
+# v12 (issue 25, branch h25): a quantized KV cache's decode attention counts the layers that keep a cache (not a
+# hybrid's linear-attention / Mamba layers) and MLA's latent width per head (counts.attention_head_width); the
+# pinned (--no-mmap) copy rate 32.6 -> 37.5 GB/s, refitted with the full synthetic files' routed-expert counts
+ESTIMATE_FORMULA_VERSION = "estimate-v12"
 
 
 @dataclass(frozen=True)
@@ -103,10 +106,11 @@ HOST_TO_GPU_COPY_BYTES_PER_S = Const(6.5e9, "bytes/s", "measured (docs/estimates
 LLAMA_CPP_LOAD_MODES = ("mmap", "none")
 LLAMA_CPP_DEFAULT_LOAD_MODE = "mmap"  # llama.cpp's default ("auto": mmap where the devices support it)
 HOST_TO_GPU_PINNED_COPY_BYTES_PER_S = Const(
-    32.6e9, "bytes/s", "measured (bench/offload_check.py --fit, sources/measurements/h200-partial-offload-3.csv): "
+    37.5e9, "bytes/s", "measured (bench/offload_check.py --fit, sources/measurements/h200-partial-offload-3.csv): "
     "llama-bench -lm none pp512 of a synthetic Qwen3-30B-A3B Q4_K_M on the NVIDIA H200 host at -ngl 37 / 25, the "
     "prompt time over the all-on-GPU row against the bytes one micro-batch copies (host blocks' dense weights + the "
-    "experts its router uses, sources/measurements/synthetic-moe-routing.json), least squares through the origin; "
+    "experts its router uses, sources/measurements/synthetic-moe-routing.json: counted on the full synthetic files on "
+    "the H200, round 7; 32.6 GB/s with the earlier CPU-cut counts), least squares through the origin; "
     "the same rows in mmap mode give 7.1-7.5 GB/s. The H200 host's link is PCIe 5.0 x16 (63 GB/s); a PCIe 4.0 "
     "card's (31.5 GB/s) is not modelled")
 GGML_CUDA_OFFLOAD_MIN_BATCH = Const(32, "tokens", "ggml-cuda.cu ggml_backend_cuda_device_offload_op: get_op_batch_size"

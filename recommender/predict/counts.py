@@ -183,6 +183,15 @@ def attention_layers(spec: ModelSpec) -> int:
     return spec.num_attention_layers
 
 
+def attention_head_width(spec: ModelSpec) -> float:
+    """Elements one query head's decode attention works over per cached token, as head_dim counts them for
+    multi-head / grouped-query attention (a K dot product of head_dim and a V accumulation of head_dim, halved).
+    MLA as llama.cpp runs it (src/models/deepseek2.cpp: q_nope absorbed through wk_b, build_attn over the cached
+    latent, wv_b after): K is the kv_lora_rank + qk_rope_head_dim latent, V the kv_lora_rank latent (a view of it),
+    so (2 x kv_lora_rank + qk_rope_head_dim) / 2 per head, not the decompressed head_dim (GLM-4.7-Flash: 544 vs 64)."""
+    return where(spec.kv_lora_rank > 0, (2.0 * spec.kv_lora_rank + spec.qk_rope_head_dim) / 2.0, 1.0 * spec.head_dim)
+
+
 def indexer_key_elements_per_token(spec: ModelSpec) -> int:
     """Elements one token adds to DeepSeek sparse attention's lightning-indexer key cache, all layers together
     (DeepSeek-V3.2 / GLM-5.x): src/llama-kv-cache-dsa.cpp llama_kv_cache_dsa makes kv_lid, a llama_kv_cache over

@@ -10,8 +10,9 @@ from typing import Optional
 from recommender.core.records import HardwareProfile, ModelSpec
 from recommender.predict import constants as C
 from recommender.predict.constants import MIB, Const
-from recommender.predict.counts import (DSV4_RATIO, any_true, decode_flops, is_array, maximum, minimum, moe_layers,
-                                        per_model, per_record, round_up, where, window_or)
+from recommender.predict.counts import (DSV4_RATIO, any_true, attention_head_width, attention_layers, decode_flops,
+                                        is_array, maximum, minimum, moe_layers, per_model, per_record, round_up,
+                                        where, window_or)
 from recommender.predict.engines.base import EngineRules
 
 # llama.cpp: physical micro-batch used for prompt processing (n_ubatch default 512, common/common.h) and the
@@ -202,16 +203,19 @@ def quantized_kv_decode_ms(spec: ModelSpec, engine: str, kv_dtype: str, hw: Hard
     (None, '') for an f16 cache or another engine."""
     if engine != "llama.cpp" or kv_dtype not in ("q8_0", "q4_0"):
         return None, ""
-    full = spec.num_layers - spec.num_swa_layers
+    # only the layers that keep a KV cache attend over it (a hybrid's linear-attention / Mamba layers do not:
+    # counts.attention_layers), each query head over its head width (counts.attention_head_width: MLA's latent)
+    layers = attention_layers(spec)
+    full = layers - spec.num_swa_layers
     keys = full * context_tokens + spec.num_swa_layers * minimum(context_tokens, window_or(spec, context_tokens))
-    elements = keys * spec.num_attention_heads * spec.head_dim * batch
+    elements = keys * spec.num_attention_heads * attention_head_width(spec) * batch
     scale = (C.KV_QUANT_REFERENCE_FP32_FLOPS_PER_S.value / hw.fp32_flops_per_s) if hw.fp32_flops_per_s else 1.0
-    ms = (C.KV_QUANT_DECODE_MS_PER_LAYER.value * spec.num_layers
+    ms = (C.KV_QUANT_DECODE_MS_PER_LAYER.value * layers
           + C.KV_QUANT_ATTN_MS_PER_ELEMENT.value * elements * scale)
     if is_array(ms):
         return ms, f"{kv_dtype} cache (arrays)"
-    return ms, (f"{kv_dtype} cache: {C.KV_QUANT_DECODE_MS_PER_LAYER.value} ms x {spec.num_layers} layers + "
-                f"{C.KV_QUANT_ATTN_MS_PER_ELEMENT.value:g} ms x {elements:,} (tokens x layers x query heads x "
+    return ms, (f"{kv_dtype} cache: {C.KV_QUANT_DECODE_MS_PER_LAYER.value} ms x {layers} layers + "
+                f"{C.KV_QUANT_ATTN_MS_PER_ELEMENT.value:g} ms x {elements:,.0f} (tokens x layers x query heads x "
                 f"head_dim) x {scale:.2f} (H200 FP32 / this GPU's) = {ms:.3f} ms in place of its bytes' read time "
                 f"[{C.KV_QUANT_DECODE_MS_PER_LAYER.source}]")
 
