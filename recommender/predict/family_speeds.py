@@ -788,6 +788,6 @@ FITTED_TERMS: dict = {
  "kv_quant_attn_ms_per_element": 9.78e-10,
  "kv_quant_decode_ms_per_layer": 0.00905,
  "mmvq_fp32_fraction": 0.345,
- "moe_decode_ms_per_layer": 0.0299,
- "moe_prefill_matmul_factor": 2.24
+ "moe_decode_ms_per_layer": 0.0331,
+ "moe_prefill_matmul_factor": 2.31
 }
