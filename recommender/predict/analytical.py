@@ -567,14 +567,12 @@ def estimate(spec: ModelSpec, quant: str, engine: str, hw: HardwareProfile, *, c
                            f"MFU x {kernel['prefill_factor']} [{C.QUANT_KERNEL_SOURCE}]")
     if bw:
         one = batch == 1  # an array of batches (recommender.predict.vector): each row its own
+        mem_ms = step_bytes / (bw * eff_c.value) * 1e3
         if kernel is not None and any_true(one):  # the weights' read time at this type's (single-sequence, tg128)
             # kernel speed, the KV cache's as before; batched decode runs other kernels (MMQ), not measured per type
             kv_part = to_int(kv_read * gpu_frac)
-            mem_ms = ((step_bytes - kv_part) * kernel["decode_factor"] + kv_part) / (bw * eff_c.value) * 1e3
-            if is_array(one) and not one.all():
-                mem_ms = where(one, mem_ms, step_bytes / (bw * eff_c.value) * 1e3)
-        else:
-            mem_ms = step_bytes / (bw * eff_c.value) * 1e3
+            typed_ms = ((step_bytes - kv_part) * kernel["decode_factor"] + kv_part) / (bw * eff_c.value) * 1e3
+            mem_ms = where(one, typed_ms, mem_ms) if is_array(one) and not one.all() else typed_ms
         kvq_ms, why = r.quantized_kv_decode_ms(spec, kv_dtype, hw, to_int(mean_ctx), batch)
         if why:
             mem_ms += kvq_ms * gpu_frac - kv_read * gpu_frac / (bw * eff_c.value) * 1e3

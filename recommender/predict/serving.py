@@ -119,29 +119,21 @@ def serve_point(concurrency: int, single_ttft_ms: Optional[float], batch_ttft_ms
     if single_ttft_ms is None or batch_ttft_ms is None or batch_tpot_ms is None:
         return None
     n = concurrency
-    if is_array(n):  # one concurrency per configuration (recommender.predict.vector): each row at its own
-        return _serve_point_arrays(n, single_ttft_ms, batch_ttft_ms, batch_tpot_ms, output_tokens)
-    if concurrency < 1:
+    if is_array(n):  # one concurrency per configuration (recommender.predict.vector): each row at its own, q(N) of
+        # each distinct N from ttft_queue_factor itself
+        import numpy as np  # noqa: PLC0415  (numpy only where arrays are predicted)
+        levels = sorted(set(n.tolist()))
+        if levels[0] < 1:
+            raise ValueError(f"concurrency must be >= 1, not {levels[0]}")
+        q = np.array([ttft_queue_factor(v) for v in levels])[np.searchsorted(levels, n)]
+        wait = where(n > 1, batch_tpot_ms, 0.0)  # a new request waits for the running decode step, at N > 1
+    elif concurrency < 1:
         return None
+    else:
+        q, wait = ttft_queue_factor(n), batch_tpot_ms if n > 1 else 0.0
     steps = maximum(output_tokens - 1, 1)
     p = batch_ttft_ms / n
-    ttft = maximum(single_ttft_ms, batch_tpot_ms if n > 1 else 0.0) * ttft_queue_factor(n)
-    tpot = batch_tpot_ms + (n - 1) * p / steps
-    return ServePoint(concurrency=n, output_tokens=output_tokens, prefill_ms=p, decode_step_ms=batch_tpot_ms,
-                      ttft_ms=ttft, tpot_ms=tpot, e2e_ms=ttft + steps * tpot)
-
-
-def _serve_point_arrays(n, single_ttft_ms, batch_ttft_ms, batch_tpot_ms, output_tokens) -> ServePoint:
-    """serve_point with an array of concurrencies (each >= 1): the same terms row by row, q(N) of each distinct N
-    from ttft_queue_factor itself."""
-    import numpy as np  # noqa: PLC0415  (numpy only where arrays are predicted)
-    levels = sorted(set(n.tolist()))
-    if levels[0] < 1:
-        raise ValueError(f"concurrency must be >= 1, not {levels[0]}")
-    q = np.array([ttft_queue_factor(v) for v in levels])[np.searchsorted(levels, n)]
-    steps = maximum(output_tokens - 1, 1)
-    p = batch_ttft_ms / n
-    ttft = maximum(single_ttft_ms, where(n > 1, batch_tpot_ms, 0.0)) * q
+    ttft = maximum(single_ttft_ms, wait) * q
     tpot = batch_tpot_ms + (n - 1) * p / steps
     return ServePoint(concurrency=n, output_tokens=output_tokens, prefill_ms=p, decode_step_ms=batch_tpot_ms,
                       ttft_ms=ttft, tpot_ms=tpot, e2e_ms=ttft + steps * tpot)

@@ -58,6 +58,11 @@ class Columns:
         self.__dict__[name] = arr
         return arr
 
+    def take(self, at) -> "Columns":
+        """The rows ``at`` (positions into this Columns' rows, repeats allowed) as a Columns over the same records and
+        shared cache."""
+        return Columns(self._records, self._index[at], self._shared)
+
     def map_rows(self, fn, *args):
         import numpy as np  # noqa: PLC0415  (numpy only where configurations are predicted as arrays)
         memo = self._shared.get((fn, args))
@@ -177,8 +182,8 @@ def _per_batch(predictor, spec: Columns, variant: Optional[Columns], quant, engi
     parts = []
     for b in levels:
         at = np.flatnonzero(batch == b)
-        sub = (lambda c: None if c is None else Columns(c._records, c._index[at], c._shared))
-        parts.append((at, predict_group(predictor, sub(spec), sub(variant), quant, engine, ctx[at], b, prompt[at],
+        sub = None if variant is None else variant.take(at)
+        parts.append((at, predict_group(predictor, spec.take(at), sub, quant, engine, ctx[at], b, prompt[at],
                                         out[at], kv_dtype=kv_dtype, gpu_layers=None if gl is None else gl[at],
                                         rows=None if rows is None else [rows[i] for i in at.tolist()],
                                         load_mode=load_mode)))

@@ -321,9 +321,9 @@ class CandidateBuilder:
             width = int(hi.max())
             grid_n = np.minimum(np.arange(1, width + 1)[None, :], hi[:, None]).reshape(-1)
             rep = np.repeat(np.arange(len(rows)), width)
-            g = Columns(recs, mpos[rep], shared["spec"]), Columns(shared[quant][0], mpos[rep], shared[quant][1])
-            m = memory(g[0], quant, engine, q.hardware, context_tokens=ctx[rep], batch=batch,
-                       prompt_tokens=prompt[rep], output_tokens=wl.output_tokens, variant=g[1], gpu_layers=grid_n)
+            m = memory(spec.take(rep), quant, engine, q.hardware, context_tokens=ctx[rep], batch=batch,
+                       prompt_tokens=prompt[rep], output_tokens=wl.output_tokens, variant=variant.take(rep),
+                       gpu_layers=grid_n)
             fits = (m.total_bytes <= target).reshape(len(rows), width)  # [row, n - 1]
             host = (m.host_bytes + (m.kv_total_bytes - m.kv_gpu_bytes)).reshape(len(rows), width)
             at = np.arange(len(rows))
@@ -803,10 +803,9 @@ def _single_ttft(b: CandidateBuilder, spec: Columns, variant: Columns, quant: st
     single = np.where(found, ttft[at[order[where_]]] if len(have) else np.nan, np.nan)
     miss = np.flatnonzero(~found)
     if len(miss):
-        sub = Columns(spec._records, spec._index[miss], spec._shared)
-        subv = Columns(variant._records, variant._index[miss], variant._shared)
-        single[miss] = predict_group(b.predictor, sub, subv, quant, engine, ctx[miss], 1, prompt[miss], n_out[miss],
-                                     kv_dtype=kv, gpu_layers=None if gl is None else gl[miss],
+        single[miss] = predict_group(b.predictor, spec.take(miss), variant.take(miss), quant, engine, ctx[miss], 1,
+                                     prompt[miss], n_out[miss], kv_dtype=kv,
+                                     gpu_layers=None if gl is None else gl[miss],
                                      rows=None if pairs is None else [pairs[i] for i in miss.tolist()]).ttft_ms
     return single
 
