@@ -25,7 +25,7 @@ from recommender.core.fuzzy import resolve
 from recommender.core.paths import private_cache_dir, user_catalog_path
 from recommender.core.records import (ScoreRow, AccuracyRow, check_measurement, Measurement, ModelSpec,
                                       PerplexityRow, Variant)
-from recommender.predict.analytical import VariantBytes, seed_variant_bytes
+from recommender.predict.analytical import VariantBytes, seed_variant_source, variant_bytes_key
 from recommender.catalog.migrations import LATEST_VERSION, migrate
 from recommender.catalog.read_cache import ReadCache
 
@@ -386,21 +386,27 @@ class Catalog:
                 if key not in out:
                     out[key] = validate(dict(zip(_VARIANT_FIELDS, row)))
             self._variants = out
-            self._seed_byte_sums(out)
+            self.models()  # _stored_sums reads the specs and their origin
+            self._seed_byte_sums()
         return self._variants
 
-    def _seed_byte_sums(self, variants: dict[tuple[str, str], Variant]) -> None:
-        """Hand the stored per-tensor byte sums to the predictor (analytical.seed_variant_bytes), so it does not
-        type every tensor again. Only the shipped models' rule-sized rows: a measured row's total is the file's, not
-        the rules', and an overlay model may shadow a shipped one of the same id."""
-        models = self.models()
-        for (mid, quant), v in variants.items():
-            spec = models.get(mid)
-            if (spec is None or self._origin.get(mid) != "shipped" or v.weights_bytes_provenance != "estimated"
-                    or v.output_bytes is None):
-                continue
-            seed_variant_bytes(spec, quant, VariantBytes(v.weights_bytes, v.embedding_bytes, v.expert_bytes,
-                                                         v.output_bytes, v.ple_bytes, v.mtp_bytes, v.mtp_expert_bytes))
+    def _seed_byte_sums(self) -> None:
+        """Offer the stored per-tensor byte sums to the predictor (analytical.seed_variant_source, asked when a
+        variant's sums are first needed), so it does not type every tensor again."""
+        seed_variant_source(weakref.WeakMethod(self._stored_sums))
+
+    def _stored_sums(self, spec: ModelSpec, quant: str) -> Optional[VariantBytes]:
+        """The sums ``catalog build`` stored for this variant of exactly ``spec``. Only the shipped models'
+        rule-sized rows: a measured row's total is the file's, not the rules', and an overlay model may shadow a
+        shipped one of the same id."""
+        own = self._models.get(spec.id)
+        v = self._variants.get((spec.id, quant))
+        if (own is None or v is None or self._origin.get(spec.id) != "shipped"
+                or v.weights_bytes_provenance != "estimated" or v.output_bytes is None
+                or (own is not spec and variant_bytes_key(own, quant) != variant_bytes_key(spec, quant))):
+            return None
+        return VariantBytes(v.weights_bytes, v.embedding_bytes, v.expert_bytes, v.output_bytes, v.ple_bytes,
+                            v.mtp_bytes, v.mtp_expert_bytes)
 
     def variant_file(self, model_id: str, quant: str) -> Optional[str]:
         """The file or folder a variant was added from (`catalog add`), or None."""

@@ -98,7 +98,7 @@ def _family(quant: str) -> str:
 class VariantBytes(NamedTuple):
     """Byte sums of one variant's tensors (llama.cpp GGUF names, :func:`recommender.model.quant.weights_breakdown`):
     what memory and speed need of the file, tensor by tensor. ``catalog build`` stores them in the variants table
-    (migration 4) and the catalog seeds :func:`seed_variant_bytes` with them, so a question does not type every tensor
+    (migration 4) and the catalog offers them through :func:`seed_variant_source`, so a question does not type every tensor
     of every model again (issue 26: about 290,000 ``gguf_tensor_type`` calls per fresh process)."""
 
     total_bytes: int
@@ -112,15 +112,30 @@ class VariantBytes(NamedTuple):
 
 _INPUT_TABLES = ("token_embd.weight", "per_layer_token_embd.weight")
 _BYTES_CACHE: dict[tuple, VariantBytes] = {}
-def _bytes_key(spec: ModelSpec, quant: str) -> tuple:
+# Catalogs' stored sums, asked only when a variant's sums are first needed (a question reads ~1,000 of the 7,700
+# variants: handing every row over at read time cost more than the lookups), as weak references to each catalog's
+# ``(spec, quant) -> VariantBytes or None`` method, so a closed catalog's rows are not kept alive here.
+_SEED_SOURCES: list = []
+
+
+def variant_bytes_key(spec: ModelSpec, quant: str) -> tuple:
     return spec.id, spec.params_total, spec.num_layers, spec.hidden_size, quant
 
 
 def variant_byte_sums(spec: ModelSpec, quant: str) -> VariantBytes:
     """:class:`VariantBytes` of one variant: from the catalog when it was seeded, else tensor by tensor (cached)."""
-    key = _bytes_key(spec, quant)
+    key = variant_bytes_key(spec, quant)
     hit = _BYTES_CACHE.get(key)
     if hit is None:
+        for ref in tuple(_SEED_SOURCES):  # the first live catalog that stored them
+            source = ref()
+            if source is None:
+                _SEED_SOURCES.remove(ref)
+                continue
+            hit = source(spec, quant)
+            if hit is not None:
+                _BYTES_CACHE[key] = hit
+                return hit
         trunk = tuple(f"blk.{i}." for i in range(spec.num_layers, spec.num_layers + (spec.nextn_layers or 0)))
         arch = gguf_arch(spec)
         total = embd = experts = outside = ple = mtp = mtp_experts = 0
@@ -142,9 +157,12 @@ def variant_byte_sums(spec: ModelSpec, quant: str) -> VariantBytes:
     return hit
 
 
-def seed_variant_bytes(spec: ModelSpec, quant: str, sums: VariantBytes) -> None:
-    """Take one variant's sums as stored by ``catalog build`` (the shipped catalog's test rebuilds it and compares)."""
-    _BYTES_CACHE.setdefault(_bytes_key(spec, quant), sums)
+def seed_variant_source(source) -> None:
+    """A catalog's stored sums (``catalog build`` stores them; the shipped catalog's test rebuilds it and compares),
+    asked when a variant's sums are first needed: ``source`` is a weak reference (``weakref.WeakMethod``) to a
+    ``(spec, quant) -> VariantBytes | None`` that answers only for exactly the spec it holds. Sources are asked in the
+    order they were added; sums already known (computed, or taken from an earlier source) are not asked again."""
+    _SEED_SOURCES.append(source)
 
 
 def variant_bytes(spec: ModelSpec, quant: str) -> tuple[int, int, int]:
