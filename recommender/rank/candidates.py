@@ -721,6 +721,11 @@ class KeyTable:
         self.columns()
         return self._variant_code
 
+    def variant_names(self) -> list[tuple[str, str]]:
+        """Each variant code's (model, quant)."""
+        self.columns()
+        return self._variant_names
+
     def fill(self, idx, defer: bool = False) -> None:
         """Give the columns of keys ``idx`` their quality figures (CandidateBuilder.quality_figures, per variant)
         and, for the keys the vector path leaves out, the figures of their records (built here, one by one).

@@ -180,31 +180,32 @@ def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[lis
     import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
 
     builder = table.builder
-    by_variant: dict[tuple[str, str], list[int]] = {}
-    for i, k in enumerate(keys):
-        by_variant.setdefault((k.model, k.quant), []).append(i)
-    by_model: dict[str, list[tuple[str, str]]] = {}
-    for v in by_variant:
-        by_model.setdefault(v[0], []).append(v)
-    # quality first (the builder's figures), then the scores that bound it (score.order)
-    floors = {m: builder.quality_floor(m) for m in by_model}
-    scale = value_scale(q)
     cols = table.columns()
-    memo: dict = {}  # value-method scores of the built rows, kept between rounds (score.order.rank_arrays)
     vcode, mcode, known = table.variant_codes(), cols["model"], table.vectorized
+    # each variant's first key and its model, by code; each model's variants
+    first = np.full(int(vcode.max()) + 1 if len(vcode) else 0, len(keys), dtype=np.int64)
+    np.minimum.at(first, vcode, np.arange(len(keys)))
+    v_model = mcode[first].tolist()
+    by_model: dict[int, list[int]] = {}
+    for v, m in enumerate(v_model):
+        by_model.setdefault(m, []).append(v)
+    names = table.variant_names()
+    # quality first (the builder's figures), then the scores that bound it (score.order)
+    floors = {m: builder.quality_floor(names[vs[0]][0]) for m, vs in by_model.items()}
+    scale = value_scale(q)
+    memo: dict = {}  # value-method scores of the built rows, kept between rounds (score.order.rank_arrays)
     could = ((~cols["blocked"]) | ~known, cols["blocked"] | ~known)  # could be ranked, could be excluded
     n_models = int(mcode.max()) + 1 if len(mcode) else 0
     per_model = np.bincount(mcode[could[0]], minlength=n_models)
     short = (int((np.minimum(per_model, q.per_model) if q.per_model > 0 else per_model).sum()) < q.top
              or len(set(mcode[could[1]].tolist())) < STRONGEST_EXCLUDED)
     least = None
-    if short:  # per key: (its variant's, its model's) least u and whether it has such rows, feasible then excluded
+    if short:  # (each variant's, each model's) least u and whether it has such rows: feasible ones, excluded ones
         parts = least_parts(cols, q, scale, known, [(code, rows) for rows in could for code in (vcode, mcode)])
-        per_key = [({c: u[code] for c, u in lp.items()}, has[code])
-                   for (lp, has), code in zip(parts, (vcode, mcode) * 2)]
-        least = [per_key[:2], per_key[2:]]
+        least = [parts[:2], parts[2:]]
     built = np.zeros(len(keys), dtype=bool)
-    for taken, heads in _rounds(builder, q, scale, by_variant, by_model, floors, least):
+    search = _Rounds(builder, q, scale, names, vcode, first.tolist(), by_model, floors, least)
+    for taken, heads in search:
         # the figures ranking reads of this round's variants (the vector path has the rest; a record over the
         # memory budget is predicted only if its score's lower bound could place it: KeyTable.fill's defer)
         table.fill(taken, defer=True)
@@ -234,68 +235,84 @@ def _stops(heads: tuple, answer: tuple, q: Query) -> bool:
     return all(h is None or h > s + BOUND_MARGIN for h, s in zip(heads, (last, kth)))
 
 
-def _rounds(builder: CandidateBuilder, q: Query, scale, by_variant: dict, by_model: dict, floors: dict,
-            least: Optional[list]):
-    """best_first's rounds: each yields (the keys of the variants it takes up, the smallest bounds left: of the
-    configurations that could be ranked, of those that could be excluded; None when none is left). ``least`` None:
-    one queue of quality-only bounds (both heads its head). Else a queue of the feasible configurations' bounds and
-    one of the excluded ones' (``least``: for each, per key (its variant's, its model's) least latency and memory u
-    and whether it has such configurations, score.order.least_parts), taken up from whichever has the smaller head."""
-    import numpy as np  # noqa: PLC0415
+class _Rounds:
+    """best_first's rounds, iterated: each gives (the keys of the variants it takes up, the smallest bounds left: of
+    the configurations that could be ranked, of those that could be excluded; None when none is left). Variants and
+    models are their codes (KeyTable.variant_codes, columns' model codes): ``names`` each variant's (model, quant),
+    ``vcode`` each key's variant, ``first`` each variant's first key; ``by_model`` each model's variants, ``floors`` its quality floor.
+    ``least`` None: one queue of quality-only bounds (both heads its head). Else a queue of the feasible
+    configurations' bounds and one of the excluded ones' (``least``: for each, score.order.least_parts of the
+    variants and of the models), taken up from whichever has the smaller head."""
 
-    queues: list[list[tuple]] = [[] for _ in (least or [None])]  # (bound, first index, 0 model | 1 variant, item)
-    done: set = set()  # the models put in and the variants taken up (from either queue)
+    def __init__(self, builder: CandidateBuilder, q: Query, scale, names: list, vcode, first: list, by_model: dict,
+                 floors: dict, least: Optional[list]) -> None:
+        self.builder, self.q, self.scale, self.names, self.vcode, self.first = builder, q, scale, names, vcode, first
+        self.by_model, self.least = by_model, least
+        self.queues: list[list[tuple]] = [[] for _ in (least or [None])]  # (bound, first key, 0 model | 1 variant,
+        self.done: set = set()  # code); the models put in and the variants taken up (from either queue)
+        with_floor = [m for m, f in floors.items() if f is not None]
+        self._put(with_floor, [quality_values(floors[m]) for m in with_floor],
+                  [first[by_model[m][0]] for m in with_floor], 0)
+        self._put_variants([v for m, f in floors.items() if f is None for v in by_model[m]])
 
-    def bounds(values: list, at: list, model: bool) -> list:
-        if least is None:
-            return [quality_bounds(values, q, scale)]
-        out = []
-        for per in least:
-            lp, has = per[1 if model else 0]
-            b = np.array(quality_bounds(values, q, scale, {c: u[at] for c, u in lp.items()}))
-            out.append(np.where(has[at], b, np.inf).tolist() if len(at) else [])
-        return out
-
-    def put(items: list, values: list, at: list, kind: int) -> None:
-        for queue, bs in zip(queues, bounds(values, at, kind == 0)):
-            for b, item, first in zip(bs, items, at):
-                if b != math.inf:
-                    heapq.heappush(queue, (b, first, kind, item))
-
-    def put_variants(vs: list[tuple[str, str]]) -> None:
-        put(vs, [builder.quality_costs(*v) for v in vs], [by_variant[v][0] for v in vs], 1)
-
-    with_floor = [m for m, f in floors.items() if f is not None]
-    put(with_floor, [quality_values(floors[m]) for m in with_floor], [by_variant[by_model[m][0]][0] for m in with_floor],
-        0)
-    put_variants([v for m, f in floors.items() if f is None for v in by_model[m]])
-
-    def heads() -> list:
-        for queue in queues:
-            while queue and (queue[0][2], queue[0][3]) in done:
-                heapq.heappop(queue)
-        return [queue[0] if queue else None for queue in queues]
-
-    step = FIRST_ROUND_VARIANTS
-    while True:
-        n, taken = 0, []
-        while n < step:
-            hs = heads()
-            j = min((j for j, h in enumerate(hs) if h is not None), key=hs.__getitem__, default=None)
-            if j is None:
-                break
-            _bound, _first, kind, item = heapq.heappop(queues[j])
-            done.add((kind, item))
-            if kind == 0:
-                put_variants(by_model[item])
-                continue
-            taken += by_variant[item]
-            n += 1
-        step *= 2
-        hs = [None if h is None else h[0] for h in heads()]
-        yield taken, (hs * 2 if least is None else hs)
-        if all(h is None for h in hs):
+    def _put(self, items: list, values: list, firsts: list, kind: int) -> None:
+        q, scale = self.q, self.scale
+        if self.least is None:
+            for b, item, f in zip(quality_bounds(values, q, scale), items, firsts):
+                heapq.heappush(self.queues[0], (b, f, kind, item))
             return
+        for queue, per in zip(self.queues, self.least):
+            lp, has = per[1 if kind == 0 else 0]
+            for b, item, f in zip(quality_bounds(values, q, scale, {c: u[items] for c, u in lp.items()}), items,
+                                  firsts):
+                if has[item]:
+                    heapq.heappush(queue, (b, f, kind, item))
+
+    def _put_variants(self, vs: list[int]) -> None:
+        self._put(vs, [self.builder.quality_costs(*self.names[v]) for v in vs], [self.first[v] for v in vs], 1)
+
+    def _pop(self) -> Optional[tuple]:
+        """The entry of the smallest bound left (None: none left), taken out of its queue."""
+        if self.least is None:
+            return heapq.heappop(self.queues[0]) if self.queues[0] else None
+        best = None
+        for queue in self.queues:
+            while queue and (queue[0][2], queue[0][3]) in self.done:
+                heapq.heappop(queue)
+            if queue and (best is None or queue[0] < best[0]):
+                best = queue
+        if best is None:
+            return None
+        entry = heapq.heappop(best)
+        self.done.add((entry[2], entry[3]))
+        return entry
+
+    def _heads(self) -> list:
+        for queue in self.queues:
+            while queue and (queue[0][2], queue[0][3]) in self.done:
+                heapq.heappop(queue)
+        hs = [queue[0][0] if queue else None for queue in self.queues]
+        return hs * 2 if self.least is None else hs
+
+    def __iter__(self):
+        import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
+        step = FIRST_ROUND_VARIANTS
+        while True:
+            n, taken = 0, np.zeros(len(self.first), dtype=bool)
+            while n < step:
+                entry = self._pop()
+                if entry is None:
+                    break
+                if entry[2] == 0:
+                    self._put_variants(self.by_model[entry[3]])
+                    continue
+                taken[entry[3]] = True
+                n += 1
+            step *= 2
+            heads = self._heads()
+            yield np.flatnonzero(taken[self.vcode]), heads
+            if all(h is None for h in heads):
+                return
 
 
 def shown_records(table: KeyTable, answer: tuple) -> tuple[list[Candidate], list[Candidate]]:

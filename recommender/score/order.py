@@ -493,19 +493,30 @@ def _strongest_deferred(cols: dict, excl, s, q, memo: dict, resolve) -> list:
     that comes first is resolved, scored again and put back (rank()'s way with deferred records)."""
     import numpy as np  # noqa: PLC0415
     deferred = cols["deferred"]
-    pool = list(zip(s.tolist(), cols["model"][excl].tolist(), excl.tolist()))
-    heapq.heapify(pool)
+    models = cols["model"][excl]
+    # the rows in (score, model, position) order - one sort - merged with the resolved rows put back (a heap)
+    order = np.lexsort((excl, models, s)).tolist()
+    s_, models_, excl_ = s.tolist(), models.tolist(), excl.tolist()
+    back: list = []
+    j = 0
     seen: set[int] = set()
     out: list = []
-    while pool and len(out) < STRONGEST_EXCLUDED:
-        score, model, i = heapq.heappop(pool)
+    while len(out) < STRONGEST_EXCLUDED:
+        nxt = (s_[order[j]], models_[order[j]], excl_[order[j]]) if j < len(order) else None
+        if back and (nxt is None or back[0] < nxt):
+            score, model, i = heapq.heappop(back)
+        elif nxt is not None:
+            score, model, i = nxt
+            j += 1
+        else:
+            break
         if model in seen:
             continue
         at = np.array([i])
         if deferred[i]:
             resolve(i)
             memo["done"][i] = False
-            heapq.heappush(pool, (float(_scores(cols, at, q, memo)[0][0]), model, i))
+            heapq.heappush(back, (float(_scores(cols, at, q, memo)[0][0]), model, i))
             continue
         seen.add(model)
         one, parts = _scores(cols, at, q, memo)
