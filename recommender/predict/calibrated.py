@@ -159,7 +159,10 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
                 x["columns ms:float"] = ((b - 1) * col / (C.LLAMA_CPP_MMVQ_FP32_FRACTION.value * hw.fp32_flops_per_s)
                                          if b <= C.LLAMA_CPP_MMVQ_MAX_BATCH.value
                                          else b * col / hw.fp16_flops_per_s) * 1e3
-            if spec.is_moe and spec.num_experts:
+            # the expert count of an MoE row, 0 for a dense one (arrays of configurations: both kinds of rows; a
+            # dense row's MoE features are 0, as absent ones are for one configuration)
+            e_moe = where(spec.is_moe, spec.num_experts, 0)
+            if any_true(e_moe):
                 # an MoE model's routed experts above C.LLAMA_CPP_MMVQ_MAX_BATCH sequences: mul_mat_id's MMQ runs one
                 # matrix kernel per touched expert, over that expert's weights with its few columns (tokens x top-k /
                 # experts each), so its weight pass and its per-expert tiles cost more than the dense MMQ pass that
@@ -167,10 +170,11 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
                 # touched experts x MoE layers (us per expert kernel). Touched experts E(1-(1-k/E)^B) as in
                 # analytical.estimate. Fitted on the H200 batched rows of five MoE shapes (rounds 4 and 5: Qwen3-30B-
                 # A3B, Qwen1.5-MoE-A2.7B, DeepSeek-V2-Lite, Qwen3.6-35B-A3B, Mixtral-8x7B; docs/benchmarks.md)
-                e, k = spec.num_experts, spec.num_experts_per_tok
-                touched = e * (1 - (1 - k / e) ** b)
+                e, k = where(e_moe, e_moe, 1), where(e_moe, spec.num_experts_per_tok, 0)  # dense rows: 1 and 0
+                touched = e * (1 - (1 - k / e) ** b)  # 0 for a dense row
                 mmq = float(b > C.LLAMA_CPP_MMVQ_MAX_BATCH.value)
-                x["moe mmq expert kernels"] = mmq * touched * moe_layers(spec) * MOE_EXPERT_KERNEL_UNIT_MS
+                x["moe mmq expert kernels"] = (mmq * touched * per_model(moe_layers, spec)
+                                               * MOE_EXPERT_KERNEL_UNIT_MS)
                 # cal-v6: MMQ sizes its column tile for mul_mat_id by the number of tokens, not by the tokens an
                 # expert gets (ggml-cuda/mmq.cu ggml_cuda_mul_mat_q: ncols_opt = ne12 on NVIDIA; only RDNA3/4 use
                 # ne12 x n_expert_used / n_expert), so every touched expert computes a tile of J = roundup(B, 8)
@@ -180,7 +184,7 @@ def features(metric: FittedMetric, est: Estimate, spec: ModelSpec, hw: HardwareP
                 # (the touched experts' weight pass), which the fit sets to ~0 beside it (docs/benchmarks.md)
                 if any_true(est.decode_columns_ms) and mmq:
                     tile = min(-(-b // 8) * 8, 128)
-                    cols = tile * maximum(1.0, -(-(b * k / touched) // tile))  # tiles of one expert's columns
+                    cols = tile * maximum(1.0, -(-(b * k / where(e_moe, touched, 1)) // tile))  # one expert's tiles
                     col_flops = decode_flops(spec, 0, 1)
                     x["moe mmq padded columns ms"] = (est.decode_columns_ms * touched / e * cols * 2.0
                                                       * per_model(routed_expert_params, spec) / (b * col_flops))

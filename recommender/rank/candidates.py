@@ -716,6 +716,16 @@ class KeyTable:
         self._quality_done = np.zeros(len(vuniq), dtype=bool)
         return cols
 
+    def variant_codes(self):
+        """Each key's variant (model x quant) as an integer code, 0 .. variants - 1 (columns' order)."""
+        self.columns()
+        return self._variant_code
+
+    def variant_names(self) -> list[tuple[str, str]]:
+        """Each variant code's (model, quant)."""
+        self.columns()
+        return self._variant_names
+
     def fill(self, idx, defer: bool = False) -> None:
         """Give the columns of keys ``idx`` their quality figures (CandidateBuilder.quality_figures, per variant)
         and, for the keys the vector path leaves out, the figures of their records (built here, one by one).

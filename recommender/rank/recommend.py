@@ -17,9 +17,9 @@ from recommender.rank.candidates import (Candidate, CandidateBuilder, CandidateK
 from recommender.rank.launch import launch_recipe
 from recommender.rank.query import Query
 from recommender.rank.quality import EVIDENCE_ORDER, RISK_QUANTILE, evidence_rows
-from recommender.score.order import (STRONGEST_EXCLUDED, cost_columns, no_fit_notes, over_limit_alternative,
-                                     over_limit_note, quality_bounds, quality_values, rank_arrays, unweighed_notes,
-                                     value_scale)
+from recommender.score.order import (STRONGEST_EXCLUDED, choose_batches_arrays, cost_columns, least_parts,
+                                     no_fit_notes, over_limit_alternative, over_limit_note, quality_bounds,
+                                     quality_values, rank_arrays, unweighed_notes, value_scale)
 
 # The best-first search (best_first): variants built in its first round; each round builds twice as many as the last.
 FIRST_ROUND_VARIANTS = 64
@@ -167,56 +167,152 @@ def best_first(keys: list[CandidateKey], table: KeyTable, q: Query) -> tuple[lis
     tie with a row in it. The answer - ranked rows, strongest excluded, their scores and figures - is the full
     enumeration's (tests/predict/test_prepass.py); only the counts of feasible and excluded configurations cover the
     predicted ones alone. Each configuration keeps its place in the enumeration, so ties are broken as in the full
-    list."""
+    list.
+
+    When one of the two lists stays shorter than its length whatever is taken up (fewer models than q.top could be
+    ranked: on a CPU most fit no limit), that search stops only when the queue is empty, so every key is taken up.
+    The answer is then searched with tighter bounds (_rounds with ``least``): the vector path has predicted every
+    configuration it covers, so whether a limit excludes each is known, and its latency and memory u. A variant
+    waits in a queue of bounds over its feasible configurations, which the last ranked score stops, and in one over
+    its excluded ones, which the strongest excluded stop, each adding to its quality the least latency and memory u
+    of those configurations (score.order.least_parts; one the vector path left out counts at its best case in both).
+    The keys taken up, and so the counts, are still every key."""
     import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
 
     builder = table.builder
-    by_variant: dict[tuple[str, str], list[int]] = {}
-    for i, k in enumerate(keys):
-        by_variant.setdefault((k.model, k.quant), []).append(i)
-    by_model: dict[str, list[tuple[str, str]]] = {}
-    for v in by_variant:
-        by_model.setdefault(v[0], []).append(v)
-    queue: list[tuple] = []  # (bound, first enumeration index, 0 model | 1 variant, model id | variant)
+    cols = table.columns()
+    vcode, mcode, known = table.variant_codes(), cols["model"], table.vectorized
+    # each variant's first key and its model, by code; each model's variants
+    first = np.full(int(vcode.max()) + 1 if len(vcode) else 0, len(keys), dtype=np.int64)
+    np.minimum.at(first, vcode, np.arange(len(keys)))
+    v_model = mcode[first].tolist()
+    by_model: dict[int, list[int]] = {}
+    for v, m in enumerate(v_model):
+        by_model.setdefault(m, []).append(v)
+    names = table.variant_names()
     # quality first (the builder's figures), then the scores that bound it (score.order)
-    floors = {m: builder.quality_floor(m) for m in by_model}
-
-    def put_variants(vs: list[tuple[str, str]]) -> None:
-        for b, v in zip(quality_bounds([builder.quality_costs(*v) for v in vs], q, scale), vs):
-            heapq.heappush(queue, (b, by_variant[v][0], 1, v))
-
+    floors = {m: builder.quality_floor(names[vs[0]][0]) for m, vs in by_model.items()}
     scale = value_scale(q)
-    with_floor = [m for m, f in floors.items() if f is not None]
-    for b, m in zip(quality_bounds([quality_values(floors[m]) for m in with_floor], q, scale), with_floor):
-        queue.append((b, by_variant[by_model[m][0]][0], 0, m))
-    heapq.heapify(queue)
-    put_variants([v for m, f in floors.items() if f is None for v in by_model[m]])
-    built = np.zeros(len(keys), dtype=bool)
     memo: dict = {}  # value-method scores of the built rows, kept between rounds (score.order.rank_arrays)
-    step = FIRST_ROUND_VARIANTS
-    while True:
-        n, taken = 0, []
-        while queue and n < step:
-            _bound, _first, kind, item = heapq.heappop(queue)
-            if kind == 0:
-                put_variants(by_model[item])
-                continue
-            taken += by_variant[item]
-            n += 1
-        step *= 2
+    could = ((~cols["blocked"]) | ~known, cols["blocked"] | ~known)  # could be ranked, could be excluded
+    n_models = int(mcode.max()) + 1 if len(mcode) else 0
+    per_model = np.bincount(mcode[could[0]], minlength=n_models)
+    short = (int((np.minimum(per_model, q.per_model) if q.per_model > 0 else per_model).sum()) < q.top
+             or len(set(mcode[could[1]].tolist())) < STRONGEST_EXCLUDED)
+    least = None
+    if short:  # (each variant's, each model's) least u and whether it has such rows: feasible ones, excluded ones
+        parts = least_parts(cols, q, scale, known, [(code, rows) for rows in could for code in (vcode, mcode)])
+        least = [parts[:2], parts[2:]]
+    built = np.zeros(len(keys), dtype=bool)
+    search = _Rounds(builder, q, scale, names, vcode, first.tolist(), by_model, floors, least)
+    for taken, heads in search:
         # the figures ranking reads of this round's variants (the vector path has the rest; a record over the
         # memory budget is predicted only if its score's lower bound could place it: KeyTable.fill's defer)
         table.fill(taken, defer=True)
         built[taken] = True
-        idx = np.flatnonzero(built)
-        answer = rank_arrays(table.columns(), idx, q, memo, resolve=table.resolve)
-        if not queue:
-            return idx.tolist(), answer
-        ranked, strongest, _ = answer
-        last = ranked[-1][1] if ranked and len(ranked) >= q.top else math.inf
-        kth = strongest[-1][1] if len(strongest) >= STRONGEST_EXCLUDED else math.inf
-        if queue[0][0] > max(last, kth) + BOUND_MARGIN:
-            return idx.tolist(), answer
+        answer = rank_arrays(cols, np.flatnonzero(built), q, memo, resolve=table.resolve)
+        if _stops(heads, answer, q):
+            break
+    if not short:
+        return np.flatnonzero(built).tolist(), answer
+    idx = np.arange(len(keys))  # every key taken up, as the quality-only search does
+    table.fill(idx[~known], defer=True)  # the records of the rest: which limits exclude them
+    feasible = idx[~cols["blocked"]]
+    if q.workload.rank_by == "goodput":
+        feasible = choose_batches_arrays(cols, feasible)
+    table.fill(feasible)  # their quality figures (recommend's notes of weights with nothing to weigh read them)
+    return idx.tolist(), (answer[0], answer[1], feasible)
+
+
+def _stops(heads: tuple, answer: tuple, q: Query) -> bool:
+    """Whether a search whose smallest bounds left are ``heads`` (of the configurations that could be ranked, of those
+    that could be excluded; None: none left) stops at rank_arrays' ``answer``: each bound above the score its list
+    needs, the last ranked one's (q.top rows) and the STRONGEST_EXCLUDED-th strongest excluded one's (a list still
+    short takes any)."""
+    ranked, strongest, _ = answer
+    last = ranked[-1][1] if ranked and len(ranked) >= q.top else math.inf
+    kth = strongest[-1][1] if len(strongest) >= STRONGEST_EXCLUDED else math.inf
+    return all(h is None or h > s + BOUND_MARGIN for h, s in zip(heads, (last, kth)))
+
+
+class _Rounds:
+    """best_first's rounds, iterated: each gives (the keys of the variants it takes up, the smallest bounds left: of
+    the configurations that could be ranked, of those that could be excluded; None when none is left). Variants and
+    models are their codes (KeyTable.variant_codes, columns' model codes): ``names`` each variant's (model, quant),
+    ``vcode`` each key's variant, ``first`` each variant's first key; ``by_model`` each model's variants, ``floors`` its quality floor.
+    ``least`` None: one queue of quality-only bounds (both heads its head). Else a queue of the feasible
+    configurations' bounds and one of the excluded ones' (``least``: for each, score.order.least_parts of the
+    variants and of the models), taken up from whichever has the smaller head."""
+
+    def __init__(self, builder: CandidateBuilder, q: Query, scale, names: list, vcode, first: list, by_model: dict,
+                 floors: dict, least: Optional[list]) -> None:
+        self.builder, self.q, self.scale, self.names, self.vcode, self.first = builder, q, scale, names, vcode, first
+        self.by_model, self.least = by_model, least
+        self.queues: list[list[tuple]] = [[] for _ in (least or [None])]  # (bound, first key, 0 model | 1 variant,
+        self.done: set = set()  # code); the models put in and the variants taken up (from either queue)
+        with_floor = [m for m, f in floors.items() if f is not None]
+        self._put(with_floor, [quality_values(floors[m]) for m in with_floor],
+                  [first[by_model[m][0]] for m in with_floor], 0)
+        self._put_variants([v for m, f in floors.items() if f is None for v in by_model[m]])
+
+    def _put(self, items: list, values: list, firsts: list, kind: int) -> None:
+        q, scale = self.q, self.scale
+        if self.least is None:
+            for b, item, f in zip(quality_bounds(values, q, scale), items, firsts):
+                heapq.heappush(self.queues[0], (b, f, kind, item))
+            return
+        for queue, per in zip(self.queues, self.least):
+            lp, has = per[1 if kind == 0 else 0]
+            for b, item, f in zip(quality_bounds(values, q, scale, {c: u[items] for c, u in lp.items()}), items,
+                                  firsts):
+                if has[item]:
+                    heapq.heappush(queue, (b, f, kind, item))
+
+    def _put_variants(self, vs: list[int]) -> None:
+        self._put(vs, [self.builder.quality_costs(*self.names[v]) for v in vs], [self.first[v] for v in vs], 1)
+
+    def _pop(self) -> Optional[tuple]:
+        """The entry of the smallest bound left (None: none left), taken out of its queue."""
+        if self.least is None:
+            return heapq.heappop(self.queues[0]) if self.queues[0] else None
+        best = None
+        for queue in self.queues:
+            while queue and (queue[0][2], queue[0][3]) in self.done:
+                heapq.heappop(queue)
+            if queue and (best is None or queue[0] < best[0]):
+                best = queue
+        if best is None:
+            return None
+        entry = heapq.heappop(best)
+        self.done.add((entry[2], entry[3]))
+        return entry
+
+    def _heads(self) -> list:
+        for queue in self.queues:
+            while queue and (queue[0][2], queue[0][3]) in self.done:
+                heapq.heappop(queue)
+        hs = [queue[0][0] if queue else None for queue in self.queues]
+        return hs * 2 if self.least is None else hs
+
+    def __iter__(self):
+        import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
+        step = FIRST_ROUND_VARIANTS
+        while True:
+            n, taken = 0, np.zeros(len(self.first), dtype=bool)
+            while n < step:
+                entry = self._pop()
+                if entry is None:
+                    break
+                if entry[2] == 0:
+                    self._put_variants(self.by_model[entry[3]])
+                    continue
+                taken[entry[3]] = True
+                n += 1
+            step *= 2
+            heads = self._heads()
+            yield np.flatnonzero(taken[self.vcode]), heads
+            if all(h is None for h in heads):
+                return
 
 
 def shown_records(table: KeyTable, answer: tuple) -> tuple[list[Candidate], list[Candidate]]:

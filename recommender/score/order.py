@@ -15,7 +15,7 @@ import math
 from typing import Optional
 
 from recommender.score.weighted import (COMFORT_TPOT_MS, READING_TPOT_MS, U_DECODE_AT_READING, ValueScale, score_arrays,
-                                        score_rows)
+                                        score_rows, value_u_array)
 
 STRONGEST_EXCLUDED = 5  # excluded candidates shown with --explain, one per model
 # Scores are rounded to this many decimals before sorting: closer ones tie and are ordered by latency (order_key).
@@ -158,12 +158,15 @@ def lower_bound_costs(c) -> dict[str, Optional[float]]:
     return out
 
 
-def quality_bounds(values: list[tuple[float, ...]], q, scale: ValueScale) -> list[float]:
+def quality_bounds(values: list[tuple[float, ...]], q, scale: ValueScale,
+                   least: Optional[dict] = None) -> list[float]:
     """The value-method scores of variants' quality figures (their ``quality_values``: recommender.rank.candidates.
-    CandidateBuilder.quality_costs) at the best case of everything else - latency, TTFT, TPOT and memory 0, unbounded goodput: for
-    each variant a lower bound of the (unrounded) score of each of its configurations. Every value function is >= 0
-    and 0 there (lower_bound_costs), and the weighted sum adds the same terms in the same order, so with
-    floating-point rounding too the bound is never above a configuration's score."""
+    CandidateBuilder.quality_costs) at the best case of everything else - latency, TTFT, TPOT and memory 0, unbounded
+    goodput: for each variant a lower bound of the (unrounded) score of each of its configurations. Every value
+    function is >= 0 and 0 there (lower_bound_costs), and the weighted sum adds the same terms in the same order, so
+    with floating-point rounding too the bound is never above a configuration's score. ``least``: criterion (latency,
+    vram) -> for each variant the least u of that criterion among its configurations (least_parts), in place of 0:
+    each term is still at most the configuration's own, so the bound still holds, and it is tighter."""
     import numpy as np  # noqa: PLC0415  (numpy where configurations are ranked as arrays)
     if not values:
         return []
@@ -171,7 +174,31 @@ def quality_bounds(values: list[tuple[float, ...]], q, scale: ValueScale) -> lis
     cols = {name: qual[:, j] for j, name in enumerate(QUALITY_COLUMNS)}
     zero = np.zeros(len(values))
     cols.update(latency=zero, ttft=zero, tpot=zero, vram=zero, goodput=np.full(len(values), np.inf))
-    return score_arrays(cost_columns(cols, "value"), q.weights, "value", q.missing, scale)[0].tolist()
+    return score_arrays(cost_columns(cols, "value"), q.weights, "value", q.missing, scale, given=least)[0].tolist()
+
+
+LEAST_CRITERIA = ("latency", "vram")  # the criteria of a configuration's figures (not its variant's quality)
+
+
+def least_parts(cols: dict, q, scale: ValueScale, known, groupings) -> list:
+    """For quality_bounds' ``least``: for each (group codes, rows mask) of ``groupings`` (each row's group, 0 ..
+    groups - 1; the rows that count) a pair (criterion (LEAST_CRITERIA, weighted ones) -> each group's least
+    value-method u among those rows, from their figures (``cols``: rank_arrays' columns); whether each group has
+    any). A row whose figures are not ``known`` (not predicted yet) counts at its best case, u 0."""
+    import numpy as np  # noqa: PLC0415
+    costs_ = cost_columns(cols, "value")
+    us = {c: np.where(known, value_u_array(scale, c, costs_), 0.0) for c in LEAST_CRITERIA if q.weights.get(c)}
+    out = []
+    for groups, rows in groupings:
+        n_groups = int(groups.max()) + 1 if len(groups) else 0
+        has = np.zeros(n_groups, dtype=bool)
+        has[groups[rows]] = True
+        least = {}
+        for c, u in us.items():
+            least[c] = np.full(n_groups, np.inf)
+            np.minimum.at(least[c], groups[rows], u[rows])
+        out.append((least, has))
+    return out
 
 
 def rank(cands: list, q, memo: Optional[dict] = None) -> tuple[list, list, list]:
@@ -466,19 +493,30 @@ def _strongest_deferred(cols: dict, excl, s, q, memo: dict, resolve) -> list:
     that comes first is resolved, scored again and put back (rank()'s way with deferred records)."""
     import numpy as np  # noqa: PLC0415
     deferred = cols["deferred"]
-    pool = list(zip(s.tolist(), cols["model"][excl].tolist(), excl.tolist()))
-    heapq.heapify(pool)
+    models = cols["model"][excl]
+    # the rows in (score, model, position) order - one sort - merged with the resolved rows put back (a heap)
+    order = np.lexsort((excl, models, s)).tolist()
+    s_, models_, excl_ = s.tolist(), models.tolist(), excl.tolist()
+    back: list = []
+    j = 0
     seen: set[int] = set()
     out: list = []
-    while pool and len(out) < STRONGEST_EXCLUDED:
-        score, model, i = heapq.heappop(pool)
+    while len(out) < STRONGEST_EXCLUDED:
+        nxt = (s_[order[j]], models_[order[j]], excl_[order[j]]) if j < len(order) else None
+        if back and (nxt is None or back[0] < nxt):
+            score, model, i = heapq.heappop(back)
+        elif nxt is not None:
+            score, model, i = nxt
+            j += 1
+        else:
+            break
         if model in seen:
             continue
         at = np.array([i])
         if deferred[i]:
             resolve(i)
             memo["done"][i] = False
-            heapq.heappush(pool, (float(_scores(cols, at, q, memo)[0][0]), model, i))
+            heapq.heappush(back, (float(_scores(cols, at, q, memo)[0][0]), model, i))
             continue
         seen.add(model)
         one, parts = _scores(cols, at, q, memo)

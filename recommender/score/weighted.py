@@ -356,15 +356,18 @@ def normalize_array(values, method: str = "minmax", missing: str = "worst"):
 
 
 def score_arrays(cols: dict, weights: dict[str, float], method: str = "minmax", missing: str = "worst",
-                 scale: Optional[ValueScale] = None):
+                 scale: Optional[ValueScale] = None, given: Optional[dict] = None):
     """score_rows for columns of costs (cost name -> array over the rows, NaN: None): (score array, criterion ->
-    u array), the same numbers as score_rows of the rows (the weighted sum in the same order)."""
+    u array), the same numbers as score_rows of the rows (the weighted sum in the same order). ``given`` (value):
+    criterion -> u array taken as that criterion's u in place of its value function's (score.order.quality_bounds:
+    the least u of the configurations a bound covers)."""
     import numpy as np  # noqa: PLC0415
     criteria = [c for c in CRITERIA if weights.get(c)]
     if method == "value":
         if scale is None:
             raise ValueError("value normalization needs a ValueScale")
-        parts = {c: value_u_array(scale, c, cols) for c in criteria}
+        given = given or {}
+        parts = {c: given[c] if c in given else value_u_array(scale, c, cols) for c in criteria}
     else:
         parts = {c: normalize_array(cols[c], method, missing) for c in criteria}
     n = len(next(iter(cols.values()))) if cols else 0

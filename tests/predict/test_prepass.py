@@ -76,3 +76,22 @@ def test_best_first_gives_the_full_enumerations_answer(gpu, vram, latency, kw, m
     # variants that cannot be shown were not predicted: most of them on the issue's query
     assert rec.counts["predicted"] < (0.5 if gpu == "RTX 4090" else 1.0) * len(full)
     assert rec.counts["feasible"] + rec.counts["excluded"] == rec.counts["predicted"]
+
+
+@pytest.mark.parametrize("gpu,vram,latency,kw", [
+    ("cpu", "16", "5s", {}),  # question F: 6 models fit, fewer than the 10 rows shown
+    ("cpu", "32", "2s", {"per_model": 3, "top": 20}),
+])
+def test_a_short_ranking_is_the_full_enumerations_answer(gpu, vram, latency, kw, monkeypatch):
+    """Fewer configurations can be ranked than are shown (a CPU, where few models fit the limits): the quality-only
+    search takes up every key, and the search with the latency and memory bounds gives the same answer, counts
+    included."""
+    monkeypatch.setattr(importlib.import_module("recommender.rank.recommend"), "FIRST_ROUND_VARIANTS", 4)
+    catalog = Catalog(base_catalog_path())
+    q = _query(gpu, vram, latency, **kw)
+    rec = recommend(catalog, q)
+    full = enumerate_candidates(catalog, q, CandidateBuilder(catalog, q))
+    want = _answer(*rank(full, q))
+    assert 0 < len(want[0]) < q.top and want[1]  # a short ranking, and excluded rows were compared
+    assert _answer(rec.candidates, rec.excluded, [])[:2] == want[:2]
+    assert rec.counts["predicted"] == len(full) and rec.counts["feasible"] == want[2]

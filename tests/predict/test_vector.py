@@ -43,6 +43,7 @@ FIELDS = ("ttft_ms", "tpot_ms", "e2e_ms", "total_vram_bytes")
     ("cpu", "16", "5s", "chat", "tpot"),  # F: a CPU (its calibration re-estimates on the nominal scale)
     ("RTX 4090", "24", None, "long-doc", "ttft"),  # H
     ("L40S", None, None, "serve", "ttft"),  # I: batches 1-64, serving figures and goodput
+    ("H200 SXM", None, None, "serve", "ttft"),  # batches 1-64 on calibrated hardware: MoE and dense rows' features
 ])
 def test_every_candidate_has_the_one_by_one_figures(gpu, vram, latency, workload, metric):
     catalog = Catalog(base_catalog_path())
@@ -99,3 +100,22 @@ def test_recommend_shows_records(normalization):
     assert rec.candidates and all(c.figures["ttft_ms"].basis for c in rec.candidates)
     assert [c.rank for c in rec.candidates] == list(range(1, len(rec.candidates) + 1))
     assert all(c.launch is not None for c in rec.candidates)
+
+
+def test_serve_on_the_calibrated_h200_answers_with_the_one_by_one_figures():
+    """`recommend --gpu "H200 SXM" --workload serve` answers (it crashed: the calibrated TPOT features' MoE terms
+    asked a Python ``if`` of the arrays of a group's dense and MoE rows at batch > 1), and its top row has the
+    figures CandidateBuilder.build gives its configuration one by one, as have the other rows shown."""
+    catalog = Catalog(base_catalog_path())
+    q = _query("H200 SXM", workload="serve")
+    rec = recommend(catalog, q)
+    assert rec.candidates
+    b = CandidateBuilder(catalog, q)
+    provenances = set()
+    for top in rec.candidates:  # the top row and the other rows shown
+        c = b.build(top.model, top.quant, top.engine, top.context_tokens, top.batch)
+        for name, f in c.figures.items():
+            assert _same(top.figures[name].value, f.value), (top.model, name)
+            assert top.figures[name].provenance == f.provenance, (top.model, name)
+            provenances.add(f.provenance)
+    assert "calibrated" in provenances  # the H200's fitted terms are applied to the rows shown
